@@ -1,0 +1,28 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from labgpu.core.views import spa_index
+
+api_v1 = [
+    path("", include("labgpu.accounts.urls")),
+    path("", include("labgpu.catalog.urls")),
+    path("", include("labgpu.bookings.urls")),
+    path("", include("labgpu.quotas.urls")),
+    path("", include("labgpu.audit.urls")),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("admin/", admin.site.urls),
+    # Everything else is the single-page app; its router handles the path.
+    re_path(r"^(?!api/|admin/|static/).*$", spa_index, name="spa"),
+]
+
+handler400 = "labgpu.api.exceptions.handler400"
+handler403 = "labgpu.api.exceptions.handler403"
+handler404 = "labgpu.api.exceptions.handler404"
+handler500 = "labgpu.api.exceptions.handler500"

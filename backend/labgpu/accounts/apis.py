@@ -1,0 +1,172 @@
+from django.contrib.auth import authenticate, login, logout
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import ensure_csrf_cookie
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from labgpu.accounts import selectors, services
+from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey
+from labgpu.accounts.serializers import (
+    ApiTokenCreatedSerializer,
+    ApiTokenSerializer,
+    LabSerializer,
+    LoginSerializer,
+    MembershipSerializer,
+    MembershipUpdateSerializer,
+    MeSerializer,
+    SshKeySerializer,
+)
+from labgpu.api.throttling import LoginRateThrottle
+from labgpu.core.errors import ApplicationError, NotPermitted
+
+
+@method_decorator(ensure_csrf_cookie, name="get")
+class CsrfView(APIView):
+    """Sets the `csrftoken` cookie the SPA echoes in `X-CSRFToken`."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(responses=inline_serializer("CsrfOk", {"detail": serializers.CharField()}))
+    def get(self, request: Request) -> Response:
+        return Response({"detail": "CSRF cookie set."})
+
+
+class LoginView(APIView):
+    permission_classes = [AllowAny]
+    throttle_classes = [LoginRateThrottle]
+
+    @extend_schema(request=LoginSerializer, responses=MeSerializer)
+    def post(self, request: Request) -> Response:
+        data = LoginSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(request, **data.validated_data)
+        if user is None:
+            raise ApplicationError("Wrong username or password.", code="invalid_credentials",
+                                   status_code=401)
+        login(request, user)
+        return Response(MeSerializer(user).data)
+
+
+class LogoutView(APIView):
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request: Request) -> Response:
+        logout(request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MeView(APIView):
+    @extend_schema(responses=MeSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(MeSerializer(request.user).data)
+
+    @extend_schema(request=MeSerializer, responses=MeSerializer)
+    def patch(self, request: Request) -> Response:
+        serializer = MeSerializer(request.user, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        serializer.save()
+        return Response(serializer.data)
+
+
+class SshKeyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+                    viewsets.GenericViewSet):
+    queryset = SshKey.objects.none()
+    serializer_class = SshKeySerializer
+    pagination_class = None
+
+    def get_queryset(self) -> QuerySet[SshKey]:
+        return SshKey.objects.filter(user=self.request.user).order_by("created_at")
+
+    def perform_create(self, serializer: SshKeySerializer) -> None:
+        serializer.instance = services.ssh_key_add(user=self.request.user, **serializer.validated_data)
+
+
+class ApiTokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+                      viewsets.GenericViewSet):
+    """Personal API tokens. The secret is returned once, by create; revoke with DELETE."""
+
+    queryset = ApiToken.objects.none()
+    serializer_class = ApiTokenSerializer
+    pagination_class = None
+
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        return ApiToken.objects.filter(user=self.request.user).order_by("-created_at")
+
+    def check_permissions(self, request: Request) -> None:
+        super().check_permissions(request)
+        # A token must not mint or revoke tokens: a leaked one could otherwise entrench itself.
+        if isinstance(request.auth, ApiToken) and request.method not in ("GET", "HEAD", "OPTIONS"):
+            raise NotPermitted("Manage tokens from a signed-in session.", code="session_required")
+
+    @extend_schema(request=ApiTokenSerializer, responses={201: ApiTokenCreatedSerializer})
+    def create(self, request: Request) -> Response:
+        serializer = ApiTokenSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        token, raw = services.token_create(user=request.user, **serializer.validated_data)
+        body = ApiTokenCreatedSerializer(token).data
+        body["token"] = raw
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance: ApiToken) -> None:
+        services.token_revoke(token=instance)
+
+
+class LabViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Lab.objects.none()
+    serializer_class = LabSerializer
+
+    def get_queryset(self) -> QuerySet[Lab]:
+        return selectors.labs_visible_to(self.request.user).order_by("name")
+
+    def get_serializer_context(self) -> dict:
+        context = super().get_serializer_context()
+        context["my_roles"] = dict(
+            Membership.objects.filter(user=self.request.user).values_list("lab_id", "role")
+        )
+        return context
+
+
+class LabMemberViewSet(viewsets.ModelViewSet):
+    """Members of one lab. Lab admins add, change limits of, and remove members."""
+
+    queryset = Membership.objects.none()
+    serializer_class = MembershipSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_lab(self) -> Lab:
+        return get_object_or_404(selectors.labs_visible_to(self.request.user),
+                                 pk=self.kwargs["lab_pk"])
+
+    def get_queryset(self) -> QuerySet[Membership]:
+        if getattr(self, "swagger_fake_view", False):
+            return Membership.objects.none()
+        return self.get_lab().memberships.select_related("user").order_by("user__username")
+
+    def get_serializer_class(self) -> type:
+        return MembershipUpdateSerializer if self.action == "partial_update" else MembershipSerializer
+
+    def create(self, request: Request, lab_pk: str) -> Response:
+        serializer = MembershipSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        membership = services.membership_add(actor=request.user, lab=self.get_lab(), **data)
+        return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=MembershipUpdateSerializer, responses=MembershipSerializer)
+    def partial_update(self, request: Request, lab_pk: str, pk: str) -> Response:
+        serializer = MembershipUpdateSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        membership = services.membership_update(
+            actor=request.user, membership=self.get_object(), **serializer.validated_data
+        )
+        return Response(MembershipSerializer(membership).data)
+
+    def destroy(self, request: Request, lab_pk: str, pk: str) -> Response:
+        services.membership_remove(actor=request.user, membership=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

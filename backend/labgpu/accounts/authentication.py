@@ -1,0 +1,38 @@
+from django.utils.translation import gettext as _
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from labgpu.accounts.models import ApiToken, User
+from labgpu.accounts.services import TOKEN_PREFIX, token_authenticate
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer lgp_…` personal tokens. Other bearer kinds (node tokens) pass through."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
+        header = authentication.get_authorization_header(request).decode(errors="replace")
+        parts = header.split()
+        if not parts or parts[0] != self.keyword:
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed(_("Malformed Authorization header."))
+        if not parts[1].startswith(TOKEN_PREFIX):
+            return None
+        token = token_authenticate(parts[1])
+        if token is None:
+            raise exceptions.AuthenticationFailed(_("Invalid, expired or revoked token."))
+        return token.user, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "labgpu.accounts.authentication.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+        return {"type": "http", "scheme": "bearer", "description": "Personal API token (lgp_…)"}

@@ -1,0 +1,101 @@
+import zoneinfo
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from labgpu.core.models import BaseModel
+
+
+def validate_timezone(value: str) -> None:
+    if value not in zoneinfo.available_timezones():
+        raise ValidationError(_("Unknown time zone: %(tz)s"), params={"tz": value})
+
+
+class User(AbstractUser):
+    """A person. Site admins are `is_staff`; lab roles live on Membership."""
+
+    timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
+    language = models.CharField(
+        max_length=16, choices=[("en", "English"), ("zh-hans", "简体中文")], default="en"
+    )
+
+    @property
+    def is_site_admin(self) -> bool:
+        return bool(self.is_staff)
+
+
+class Lab(BaseModel):
+    name = models.CharField(max_length=120, unique=True)
+    slug = models.SlugField(max_length=60, unique=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="labs"
+    )
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(BaseModel):
+    class Role(models.TextChoices):
+        MEMBER = "member", _("Member")
+        LAB_ADMIN = "lab_admin", _("Lab admin")
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    lab = models.ForeignKey(Lab, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    # Per-member limits set by the lab admin; null means "no limit beyond the lab's quota".
+    max_hours_per_week = models.PositiveIntegerField(null=True, blank=True)
+    max_concurrent_bookings = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "lab"], name="membership_unique_user_lab")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.lab} ({self.role})"
+
+
+class SshKey(BaseModel):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ssh_keys"
+    )
+    name = models.CharField(max_length=100)
+    public_key = models.TextField()
+    fingerprint = models.CharField(max_length=100)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "fingerprint"], name="sshkey_unique_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.fingerprint})"
+
+
+class ApiToken(BaseModel):
+    """A personal API token. Only a SHA-256 of the secret is stored; the secret is shown once."""
+
+    class Scope(models.TextChoices):
+        READ = "read", _("Read")
+        BOOK = "book", _("Book")
+        ADMIN = "admin", _("Administer")
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, db_index=True)
+    secret_hash = models.CharField(max_length=64, unique=True)
+    scopes = models.JSONField(default=list)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -1,0 +1,104 @@
+import zoneinfo
+
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey, User
+from labgpu.api.fields import AwareDateTimeField
+
+
+class LabSummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Lab
+        fields = ["id", "name", "slug"]
+
+
+class MyMembershipSerializer(serializers.ModelSerializer):
+    lab = LabSummarySerializer(read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "lab", "role", "max_hours_per_week", "max_concurrent_bookings"]
+
+
+class MeSerializer(serializers.ModelSerializer):
+    memberships = MyMembershipSerializer(many=True, read_only=True)
+    is_site_admin = serializers.BooleanField(read_only=True)
+    timezone = serializers.ChoiceField(choices=sorted(zoneinfo.available_timezones()))
+
+    class Meta:
+        model = User
+        fields = ["id", "username", "email", "first_name", "last_name", "timezone", "language",
+                  "is_site_admin", "memberships"]
+        read_only_fields = ["id", "username"]
+
+
+class UserSummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = User
+        fields = ["id", "username", "first_name", "last_name"]
+
+
+class LoginSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=256, style={"input_type": "password"})
+
+
+class SshKeySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SshKey
+        fields = ["id", "name", "public_key", "fingerprint", "created_at"]
+        read_only_fields = ["id", "fingerprint", "created_at"]
+        extra_kwargs = {"public_key": {"max_length": 16384}}
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=ApiToken.Scope.choices), min_length=1
+    )
+    expires_at = AwareDateTimeField(required=False, allow_null=True)
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "scopes", "expires_at", "last_used_at", "revoked_at",
+                  "created_at"]
+        read_only_fields = ["id", "prefix", "last_used_at", "revoked_at", "created_at"]
+
+
+class ApiTokenCreatedSerializer(ApiTokenSerializer):
+    token = serializers.CharField(read_only=True, help_text="Shown once; store it now.")
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = [*ApiTokenSerializer.Meta.fields, "token"]
+
+
+class LabSerializer(serializers.ModelSerializer):
+    my_role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Lab
+        fields = ["id", "name", "slug", "my_role", "created_at"]
+
+    def get_my_role(self, lab: Lab) -> str | None:
+        roles = self.context.get("my_roles", {})
+        return roles.get(lab.pk)
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    user = UserSummarySerializer(read_only=True)
+    username = serializers.SlugRelatedField(
+        source="user", slug_field="username", queryset=get_user_model().objects.filter(is_active=True),
+        write_only=True,
+    )
+
+    class Meta:
+        model = Membership
+        fields = ["id", "user", "username", "role", "max_hours_per_week",
+                  "max_concurrent_bookings", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class MembershipUpdateSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Membership
+        fields = ["role", "max_hours_per_week", "max_concurrent_bookings"]

@@ -1,0 +1,182 @@
+import base64
+import binascii
+import hashlib
+import secrets
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+
+from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey, User
+from labgpu.audit.services import audit_record
+from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
+from labgpu.core.timeutils import now
+
+TOKEN_PREFIX = "lgp_"
+SSH_KEY_TYPES = {
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+}
+
+
+def hash_token(raw: str) -> str:
+    # The secret has 256 bits of entropy, so a fast hash is enough (as GitHub does for its tokens).
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def token_create(
+    *, user: User, name: str, scopes: list[str], expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """Create a personal API token; returns it with the raw secret, which is never stored."""
+    if not scopes:
+        raise ApplicationError("Pick at least one scope.", code="invalid_scopes", field="scopes")
+    if expires_at is not None and expires_at <= now():
+        raise ApplicationError(
+            "The expiry must be in the future.", code="expiry_in_past", field="expires_at"
+        )
+    prefix = secrets.token_hex(4)
+    raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=prefix,
+        secret_hash=hash_token(raw),
+        scopes=sorted(set(scopes)),
+        expires_at=expires_at,
+    )
+    return token, raw
+
+
+def token_revoke(*, token: ApiToken) -> None:
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=now())
+
+
+def token_authenticate(raw: str) -> ApiToken | None:
+    if not raw.startswith(TOKEN_PREFIX):
+        return None
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(secret_hash=hash_token(raw), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None or (token.expires_at and token.expires_at <= now()):
+        return None
+    if not token.user.is_active:
+        return None
+    # Touch at most once a minute: a busy script should not turn every read into a write.
+    moment = now()
+    if token.last_used_at is None or (moment - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=moment)
+    return token
+
+
+def ssh_fingerprint(public_key: str) -> str:
+    """SHA256 fingerprint as `ssh-keygen -lf` prints it; rejects anything that is not a key."""
+    parts = public_key.strip().split()
+    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
+        raise ApplicationError(
+            "Not an OpenSSH public key (expected e.g. 'ssh-ed25519 AAAA… comment').",
+            code="invalid_ssh_key",
+            field="public_key",
+        )
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError):
+        raise ApplicationError(
+            "The key's base64 body is damaged.", code="invalid_ssh_key", field="public_key"
+        ) from None
+    if not blob[4:].startswith(parts[0].encode()):
+        raise ApplicationError(
+            "The key's body does not match its type.", code="invalid_ssh_key", field="public_key"
+        )
+    digest = base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+    return f"SHA256:{digest}"
+
+
+def ssh_key_add(*, user: User, name: str, public_key: str) -> SshKey:
+    fingerprint = ssh_fingerprint(public_key)
+    try:
+        with transaction.atomic():
+            return SshKey.objects.create(
+                user=user, name=name, public_key=public_key.strip(), fingerprint=fingerprint
+            )
+    except IntegrityError:
+        raise Conflict(
+            "You already added this key.", code="duplicate_ssh_key", field="public_key"
+        ) from None
+
+
+def _require_lab_admin(*, actor: User, lab: Lab) -> None:
+    if actor.is_site_admin:
+        return
+    if not Membership.objects.filter(
+        user=actor, lab=lab, role=Membership.Role.LAB_ADMIN
+    ).exists():
+        raise NotPermitted("Only this lab's admins can do that.", code="not_lab_admin")
+
+
+@transaction.atomic
+def membership_add(
+    *,
+    actor: User,
+    lab: Lab,
+    user: User,
+    role: str = Membership.Role.MEMBER,
+    max_hours_per_week: int | None = None,
+    max_concurrent_bookings: int | None = None,
+) -> Membership:
+    _require_lab_admin(actor=actor, lab=lab)
+    membership, created = Membership.objects.get_or_create(
+        user=user,
+        lab=lab,
+        defaults={
+            "role": role,
+            "max_hours_per_week": max_hours_per_week,
+            "max_concurrent_bookings": max_concurrent_bookings,
+        },
+    )
+    if not created:
+        raise Conflict(f"{user.username} is already in {lab.name}.", code="already_member")
+    audit_record(actor=actor, action="membership.add", target=membership, lab=lab,
+                 data={"user": user.username, "role": role})
+    return membership
+
+
+@transaction.atomic
+def membership_update(*, actor: User, membership: Membership, **changes: object) -> Membership:
+    _require_lab_admin(actor=actor, lab=membership.lab)
+    allowed = {"role", "max_hours_per_week", "max_concurrent_bookings"}
+    fields = [name for name in changes if name in allowed]
+    if (
+        changes.get("role") == Membership.Role.MEMBER
+        and membership.role == Membership.Role.LAB_ADMIN
+    ):
+        _ensure_another_admin(membership)
+    for name in fields:
+        setattr(membership, name, changes[name])
+    membership.save(update_fields=[*fields, "updated_at"])
+    audit_record(actor=actor, action="membership.update", target=membership, lab=membership.lab,
+                 data={name: changes[name] for name in fields})
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, actor: User, membership: Membership) -> None:
+    _require_lab_admin(actor=actor, lab=membership.lab)
+    if membership.role == Membership.Role.LAB_ADMIN:
+        _ensure_another_admin(membership)
+    audit_record(actor=actor, action="membership.remove", target=membership, lab=membership.lab,
+                 data={"user": membership.user.username})
+    membership.delete()
+
+
+def _ensure_another_admin(membership: Membership) -> None:
+    others = Membership.objects.filter(lab=membership.lab, role=Membership.Role.LAB_ADMIN).exclude(
+        pk=membership.pk
+    )
+    if not others.exists():
+        raise Conflict("A lab needs at least one lab admin.", code="last_lab_admin")

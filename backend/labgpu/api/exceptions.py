@@ -1,0 +1,106 @@
+"""One JSON error shape for every error: {"message", "code", "extra"} (STYLE.md)."""
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from labgpu.core.errors import ApplicationError
+
+logger = logging.getLogger(__name__)
+
+
+def error_body(message: str, code: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"message": message, "code": code, "extra": extra or {}}
+
+
+def _first_code(detail: Any) -> str | None:
+    if isinstance(detail, dict):
+        for value in detail.values():
+            found = _first_code(value)
+            if found:
+                return found
+    if isinstance(detail, list):
+        for value in detail:
+            found = _first_code(value)
+            if found:
+                return found
+    return getattr(detail, "code", None)
+
+
+def _validation_response(error: exceptions.ValidationError) -> Response:
+    detail = error.detail
+    if isinstance(detail, dict):
+        fields = {key: value if isinstance(value, list) else [value] for key, value in detail.items()}
+        errors = fields.pop("non_field_errors", None)
+        field_names = ", ".join(fields) or "the request"
+        message = str(errors[0]) if errors else f"Invalid input in {field_names}."
+        code = _first_code(detail) or "invalid"
+        if code in {"invalid", "required", "null", "blank"} and len(fields) != 1:
+            code = "invalid"
+        extra: dict[str, Any] = {"fields": fields}
+        if errors:
+            extra["non_field_errors"] = errors
+    else:
+        items = detail if isinstance(detail, list) else [detail]
+        message, code, extra = str(items[0]), _first_code(items) or "invalid", {}
+    return Response(error_body(message, code, extra), status=status.HTTP_400_BAD_REQUEST)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ApplicationError):
+        return Response(error_body(exc.message, exc.code, exc.extra), status=exc.status_code)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else exc.messages
+        )
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    if isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if isinstance(exc, exceptions.ValidationError):
+        return _validation_response(exc)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        logger.exception("Unhandled error in %s", context.get("view"))
+        return Response(
+            error_body("Something went wrong on our side. It has been logged.", "server_error"),
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    detail = response.data.get("detail", "") if isinstance(response.data, dict) else ""
+    code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
+    extra = {}
+    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+        extra["retry_after_s"] = int(exc.wait)
+    response.data = error_body(str(detail) or str(exc), code, extra)
+    return response
+
+
+def _json_error(status_code: int, message: str, code: str) -> JsonResponse:
+    return JsonResponse(error_body(message, code), status=status_code)
+
+
+# Django-level handlers, for errors raised outside DRF views (unknown /api/ URLs, crashes).
+def handler404(request, exception=None):  # type: ignore[no-untyped-def]
+    return _json_error(404, "Not found.", "not_found")
+
+
+def handler500(request):  # type: ignore[no-untyped-def]
+    return _json_error(500, "Something went wrong on our side. It has been logged.", "server_error")
+
+
+def handler403(request, exception=None):  # type: ignore[no-untyped-def]
+    return _json_error(403, "You do not have permission to do that.", "permission_denied")
+
+
+def handler400(request, exception=None):  # type: ignore[no-untyped-def]
+    return _json_error(400, "Bad request.", "bad_request")
+
+
+def csrf_failure(request, reason=""):  # type: ignore[no-untyped-def]
+    return _json_error(403, f"CSRF check failed: {reason}", "csrf_failed")

@@ -1,0 +1,24 @@
+from typing import Any
+
+from django.db import models
+
+from labgpu.audit.models import AuditEvent
+
+
+def audit_record(
+    *,
+    actor: Any,
+    action: str,
+    target: models.Model,
+    lab: Any = None,
+    data: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Append one audit entry; call inside the transaction that made the change."""
+    return AuditEvent.objects.create(
+        actor=actor if getattr(actor, "pk", None) else None,
+        action=action,
+        target_type=target._meta.label_lower,
+        target_id=str(target.pk),
+        lab=lab,
+        data=data or {},
+    )

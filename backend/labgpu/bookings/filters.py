@@ -1,0 +1,24 @@
+import django_filters
+
+from labgpu.bookings.models import Booking
+
+
+class BookingFilter(django_filters.FilterSet):
+    status = django_filters.MultipleChoiceFilter(choices=Booking.Status.choices)
+    start_after = django_filters.IsoDateTimeFilter(
+        field_name="end", lookup_expr="gt", label="Bookings that end after this moment"
+    )
+    end_before = django_filters.IsoDateTimeFilter(
+        field_name="start", lookup_expr="lt", label="Bookings that start before this moment"
+    )
+    user = django_filters.NumberFilter(field_name="user_id")
+    lab = django_filters.NumberFilter(field_name="lab_id")
+    pool = django_filters.NumberFilter(field_name="pool_id")
+    mine = django_filters.BooleanFilter(method="filter_mine", label="Only my own bookings")
+
+    class Meta:
+        model = Booking
+        fields = ["status", "pool", "lab", "user"]
+
+    def filter_mine(self, queryset, name, value):  # type: ignore[no-untyped-def]
+        return queryset.filter(user=self.request.user) if value else queryset

@@ -1,0 +1,126 @@
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
+
+from labgpu.core.models import BaseModel
+
+
+class Booking(BaseModel):
+    """A lab's reservation of one node of a pool for [start, end).
+
+    Invariant I-1: while the booking is live it holds `slot` in its pool over
+    [reserved_start, reserved_end) = [start - provisioning lead, end + teardown grace). No two live
+    bookings of a pool share a slot over overlapping periods: on PostgreSQL an exclusion constraint
+    (migration 0002) enforces it; on SQLite the IMMEDIATE transaction of `booking_create` does.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Pending approval")
+        SCHEDULED = "scheduled", _("Scheduled")
+        PROVISIONING = "provisioning", _("Provisioning")
+        READY = "ready", _("Ready")
+        ENDING = "ending", _("Ending")
+        COMPLETED = "completed", _("Completed")
+        CANCELLED = "cancelled", _("Cancelled")
+        REJECTED = "rejected", _("Rejected")
+        EXPIRED = "expired", _("Expired")
+        FAILED = "failed", _("Failed")
+
+    LIVE_STATUSES = (
+        Status.PENDING,
+        Status.SCHEDULED,
+        Status.PROVISIONING,
+        Status.READY,
+        Status.ENDING,
+    )
+    # Statuses whose hours count as consumed rather than committed (the node exists or existed).
+    CONSUMING_STATUSES = (Status.ENDING, Status.COMPLETED)
+
+    lab = models.ForeignKey("accounts.Lab", on_delete=models.PROTECT, related_name="bookings")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="bookings"
+    )
+    pool = models.ForeignKey("catalog.NodePool", on_delete=models.PROTECT, related_name="bookings")
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    purpose = models.CharField(max_length=500, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+    on_demand = models.BooleanField(default=False)
+
+    slot = models.PositiveSmallIntegerField()
+    reserved_start = models.DateTimeField()
+    reserved_end = models.DateTimeField()
+
+    # Snapshots at booking time, so later catalog edits do not rewrite history.
+    gpu_count = models.PositiveSmallIntegerField()
+    price_per_hour = models.DecimalField(max_digits=10, decimal_places=4)
+    consumed_gpu_hours = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.CharField(max_length=500, blank=True)
+    ended_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["start", "id"]
+        indexes = [
+            models.Index(fields=["pool", "reserved_start", "reserved_end"]),
+            models.Index(fields=["lab", "start"]),
+            models.Index(fields=["user", "start"]),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gt=F("start")), name="booking_end_after_start"),
+            models.CheckConstraint(
+                condition=Q(reserved_start__lte=F("start")) & Q(reserved_end__gte=F("end")),
+                name="booking_reserved_covers_booking",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Booking #{self.pk} {self.pool} {self.start:%Y-%m-%d %H:%M} ({self.status})"
+
+    @property
+    def duration(self) -> timedelta:
+        return self.end - self.start
+
+    @property
+    def gpu_hours(self) -> Decimal:
+        return (Decimal(self.duration.total_seconds()) / 3600 * self.gpu_count).quantize(
+            Decimal("0.01")
+        )
+
+    @property
+    def estimated_cost(self) -> Decimal:
+        hours = Decimal(self.duration.total_seconds()) / 3600
+        return (hours * self.price_per_hour).quantize(Decimal("0.01"))
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in self.LIVE_STATUSES
+
+
+class IdempotencyKey(models.Model):
+    """Remembers `Idempotency-Key` of booking creates so a retried request never books twice."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    request_fingerprint = models.CharField(max_length=64)
+    booking = models.ForeignKey(Booking, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="idempotency_unique_user_key")
+        ]

@@ -1,0 +1,8 @@
+from rest_framework.routers import SimpleRouter
+
+from labgpu.bookings import apis
+
+router = SimpleRouter()
+router.register("bookings", apis.BookingViewSet, basename="booking")
+
+urlpatterns = router.urls

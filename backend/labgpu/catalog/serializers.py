@@ -1,0 +1,103 @@
+from rest_framework import serializers
+
+from labgpu.api.fields import AwareDateTimeField
+from labgpu.catalog.models import Blackout, InstanceType, NodePool, ProviderAccount
+
+
+class ProviderAccountSerializer(serializers.ModelSerializer):
+    token_configured = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ProviderAccount
+        fields = ["id", "name", "kind", "api_base_url", "token_env_var", "token_configured",
+                  "is_active"]
+
+
+class InstanceTypeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = InstanceType
+        fields = ["id", "name", "slug", "provider_account", "provider_size", "image", "gpu_vendor",
+                  "gpu_model", "gpu_count", "vram_gb_per_gpu", "gpu_arch", "price_per_hour",
+                  "agent_profile", "expected_baselines", "is_active"]
+
+
+class NodePoolSerializer(serializers.ModelSerializer):
+    instance_type_detail = InstanceTypeSerializer(source="instance_type", read_only=True)
+
+    class Meta:
+        model = NodePool
+        fields = ["id", "name", "slug", "instance_type", "instance_type_detail", "region",
+                  "capacity", "granularity_minutes", "min_duration_minutes",
+                  "max_duration_minutes", "max_days_ahead", "provisioning_lead_minutes",
+                  "teardown_grace_minutes", "requires_approval", "allowed_labs", "is_active"]
+
+    def validate(self, attrs: dict) -> dict:
+        minimum = attrs.get("min_duration_minutes", getattr(self.instance, "min_duration_minutes", 0))
+        maximum = attrs.get("max_duration_minutes",
+                            getattr(self.instance, "max_duration_minutes", minimum))
+        if maximum < minimum:
+            raise serializers.ValidationError(
+                {"max_duration_minutes": ["Must be at least min_duration_minutes."]}
+            )
+        if attrs.get("granularity_minutes", 1) < 1:
+            raise serializers.ValidationError({"granularity_minutes": ["Must be at least 1."]})
+        return attrs
+
+
+class BlackoutSerializer(serializers.ModelSerializer):
+    start = AwareDateTimeField()
+    end = AwareDateTimeField()
+
+    class Meta:
+        model = Blackout
+        fields = ["id", "pool", "start", "end", "reason"]
+
+    def validate(self, attrs: dict) -> dict:
+        start = attrs.get("start", getattr(self.instance, "start", None))
+        end = attrs.get("end", getattr(self.instance, "end", None))
+        if start and end and end <= start:
+            raise serializers.ValidationError(
+                {"end": [serializers.ErrorDetail("The end must be after the start.",
+                                                 code="end_before_start")]}
+            )
+        return attrs
+
+
+class AvailabilityQuerySerializer(serializers.Serializer):
+    start = AwareDateTimeField()
+    end = AwareDateTimeField()
+    duration_minutes = serializers.IntegerField(min_value=1, max_value=60 * 24 * 90, required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["end"] <= attrs["start"]:
+            raise serializers.ValidationError(
+                {"end": [serializers.ErrorDetail("The end must be after the start.",
+                                                 code="end_before_start")]}
+            )
+        if (attrs["end"] - attrs["start"]).days > 92:
+            raise serializers.ValidationError(
+                {"end": [serializers.ErrorDetail("Ask for at most 92 days at once.",
+                                                 code="range_too_long")]}
+            )
+        return attrs
+
+
+class IntervalSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    used = serializers.IntegerField()
+    free = serializers.IntegerField()
+    blackout = serializers.BooleanField()
+
+
+class WindowSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+
+
+class AvailabilitySerializer(serializers.Serializer):
+    pool = serializers.IntegerField()
+    capacity = serializers.IntegerField()
+    duration_minutes = serializers.IntegerField()
+    intervals = IntervalSerializer(many=True)
+    next_free = WindowSerializer(many=True)

@@ -1,0 +1,43 @@
+"""The one exception type services raise; the API maps it to the one JSON error shape."""
+
+from typing import Any
+
+
+class ApplicationError(Exception):
+    """A rule was broken. `code` is stable and documented in docs/api.md; `message` is for people."""
+
+    status_code = 400
+    default_code = "invalid"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        field: str | None = None,
+        extra: dict[str, Any] | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.extra = dict(extra or {})
+        if field:
+            self.extra.setdefault("fields", {})[field] = [message]
+        if status_code is not None:
+            self.status_code = status_code
+
+
+class NotPermitted(ApplicationError):
+    status_code = 403
+    default_code = "permission_denied"
+
+
+class NotFound(ApplicationError):
+    status_code = 404
+    default_code = "not_found"
+
+
+class Conflict(ApplicationError):
+    status_code = 409
+    default_code = "conflict"
