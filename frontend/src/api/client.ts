@@ -1,0 +1,88 @@
+import createClient, { type Middleware } from 'openapi-fetch'
+
+import type { paths } from './schema'
+import type { ApiErrorBody, Window } from './types'
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+export function readCookie(name: string, cookies: string = document.cookie): string | null {
+  for (const part of cookies.split(';')) {
+    const [key, ...rest] = part.trim().split('=')
+    if (key === name) return decodeURIComponent(rest.join('='))
+  }
+  return null
+}
+
+/** Django's CSRF protection: echo the `csrftoken` cookie in a header on every unsafe request. */
+export const csrfMiddleware: Middleware = {
+  onRequest({ request }) {
+    if (UNSAFE.has(request.method)) {
+      const token = readCookie('csrftoken')
+      if (token) request.headers.set('X-CSRFToken', token)
+    }
+    return request
+  },
+}
+
+type Listener = () => void
+const unauthenticatedListeners = new Set<Listener>()
+
+/** Called when the API says the session is gone, so the app can send the user to the login page. */
+export function onUnauthenticated(listener: Listener): () => void {
+  unauthenticatedListeners.add(listener)
+  return () => unauthenticatedListeners.delete(listener)
+}
+
+const sessionMiddleware: Middleware = {
+  async onResponse({ request, response }) {
+    if ((response.status === 401 || response.status === 403) && !request.url.includes('/auth/')) {
+      const body = (await response.clone().json().catch(() => null)) as Partial<ApiErrorBody> | null
+      if (body?.code === 'not_authenticated') unauthenticatedListeners.forEach((l) => l())
+    }
+    return response
+  },
+}
+
+export function makeClient(fetchImpl?: typeof fetch) {
+  const client = createClient<paths>({
+    baseUrl: '',
+    credentials: 'same-origin',
+    ...(fetchImpl ? { fetch: fetchImpl } : {}),
+  })
+  client.use(csrfMiddleware, sessionMiddleware)
+  return client
+}
+
+/** The one typed client the SPA talks to the API through. */
+export const api = makeClient((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init))
+
+/** An API failure in the shape every endpoint uses: `{message, code, extra: {fields, next_free}}`. */
+export class ApiError extends Error {
+  readonly status: number
+  readonly code: string
+  readonly fields: Record<string, string[]>
+  readonly nextFree: Window[]
+
+  constructor(status: number, body: Partial<ApiErrorBody> | null | undefined) {
+    super(body?.message || `HTTP ${status}`)
+    this.name = 'ApiError'
+    this.status = status
+    this.code = body?.code ?? 'error'
+    const extra = body?.extra
+    this.fields = (extra?.fields as Record<string, string[]> | undefined) ?? {}
+    this.nextFree = (extra?.next_free as Window[] | undefined) ?? []
+  }
+}
+
+interface FetchResult<T> {
+  data?: T
+  error?: unknown
+  response: Response
+}
+
+/** Return the data of an openapi-fetch result, or throw an ApiError carrying the error body. */
+export async function unwrap<T>(pending: Promise<FetchResult<T>>): Promise<T> {
+  const { data, error, response } = await pending
+  if (!response.ok) throw new ApiError(response.status, error as Partial<ApiErrorBody> | null)
+  return data as T
+}

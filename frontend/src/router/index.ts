@@ -1,0 +1,39 @@
+import { createRouter, createWebHistory, type RouteLocationNormalized } from 'vue-router'
+
+import { i18n } from '@/i18n'
+import { useSessionStore } from '@/stores/session'
+import { routes } from './routes'
+
+export const router = createRouter({
+  history: createWebHistory(import.meta.env.BASE_URL),
+  routes,
+  scrollBehavior: () => ({ top: 0 }),
+})
+
+/** Decide whether the session may open `to`; returns a redirect or true. */
+export function guard(to: RouteLocationNormalized, session: ReturnType<typeof useSessionStore>) {
+  if (to.meta.public) {
+    if (to.name === 'login' && session.isAuthenticated) return { name: 'dashboard' }
+    return true
+  }
+  if (!session.isAuthenticated) {
+    return { name: 'login', query: to.fullPath === '/' ? {} : { next: to.fullPath } }
+  }
+  const role = to.meta.role
+  if (role === 'site_admin' && !session.isSiteAdmin) return { name: 'dashboard' }
+  if (role === 'lab_admin' && !session.isLabAdmin) return { name: 'dashboard' }
+  if (role === 'admin' && !session.isLabAdmin && !session.isSiteAdmin) return { name: 'dashboard' }
+  return true
+}
+
+router.beforeEach(async (to) => {
+  const session = useSessionStore()
+  if (!session.loaded) await session.load()
+  return guard(to, session)
+})
+
+router.afterEach((to) => {
+  const key = to.meta.title
+  const app = i18n.global.t('app.name')
+  document.title = key ? `${i18n.global.t(key)} · ${app}` : app
+})

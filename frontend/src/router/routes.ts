@@ -1,0 +1,83 @@
+import type { RouteRecordRaw } from 'vue-router'
+
+declare module 'vue-router' {
+  interface RouteMeta {
+    /** Pages anyone may see (the login page). */
+    public?: boolean
+    /** Who may open the page beyond any signed-in user. */
+    role?: 'lab_admin' | 'site_admin' | 'admin'
+    /** i18n key of the page title. */
+    title?: string
+  }
+}
+
+// Every view is its own chunk: the first page load carries only the shell.
+export const routes: RouteRecordRaw[] = [
+  {
+    path: '/login',
+    name: 'login',
+    component: () => import('@/views/auth/LoginView.vue'),
+    meta: { public: true, title: 'nav.login' },
+  },
+  {
+    path: '/',
+    name: 'dashboard',
+    component: () => import('@/views/DashboardView.vue'),
+    meta: { title: 'nav.dashboard' },
+  },
+  {
+    path: '/calendar/:poolId?',
+    name: 'calendar',
+    component: () => import('@/views/bookings/PoolCalendarView.vue'),
+    meta: { title: 'nav.calendar' },
+  },
+  {
+    path: '/bookings',
+    name: 'bookings',
+    component: () => import('@/views/bookings/BookingListView.vue'),
+    meta: { title: 'nav.bookings' },
+  },
+  {
+    path: '/bookings/new',
+    name: 'booking-new',
+    component: () => import('@/views/bookings/BookingNewView.vue'),
+    meta: { title: 'nav.newBooking' },
+  },
+  {
+    path: '/bookings/:id(\\d+)',
+    name: 'booking-detail',
+    component: () => import('@/views/bookings/BookingDetailView.vue'),
+    props: (route) => ({ id: Number(route.params.id) }),
+    meta: { title: 'nav.bookingDetail' },
+  },
+  {
+    path: '/approvals',
+    name: 'approvals',
+    component: () => import('@/views/admin/ApprovalQueueView.vue'),
+    meta: { title: 'nav.approvals', role: 'admin' },
+  },
+  {
+    path: '/quotas',
+    name: 'quotas',
+    component: () => import('@/views/quotas/QuotaListView.vue'),
+    meta: { title: 'nav.quotas' },
+  },
+  {
+    path: '/tokens',
+    name: 'tokens',
+    component: () => import('@/views/account/TokenListView.vue'),
+    meta: { title: 'nav.tokens' },
+  },
+  {
+    path: '/profile',
+    name: 'profile',
+    component: () => import('@/views/account/ProfileView.vue'),
+    meta: { title: 'nav.profile' },
+  },
+  {
+    path: '/:pathMatch(.*)*',
+    name: 'not-found',
+    component: () => import('@/views/NotFoundView.vue'),
+    meta: { public: true, title: 'nav.notFound' },
+  },
+]

@@ -1,0 +1,74 @@
+import { computed, ref } from 'vue'
+import { defineStore } from 'pinia'
+
+import * as authApi from '@/api/auth'
+import { ApiError } from '@/api/client'
+import type { Me } from '@/api/types'
+import { browserTimeZone, isValidTimeZone } from '@/utils/time'
+
+/** Who is signed in. Server data beyond the user itself lives in views and composables. */
+export const useSessionStore = defineStore('session', () => {
+  const me = ref<Me | null>(null)
+  const loaded = ref(false)
+
+  const isAuthenticated = computed(() => me.value !== null)
+  const isSiteAdmin = computed(() => me.value?.is_site_admin ?? false)
+  const adminLabIds = computed(
+    () => me.value?.memberships.filter((m) => m.role === 'lab_admin').map((m) => m.lab.id) ?? [],
+  )
+  const isLabAdmin = computed(() => adminLabIds.value.length > 0)
+  const labs = computed(() => me.value?.memberships.map((m) => m.lab) ?? [])
+  const timeZone = computed(() => {
+    const tz = me.value?.timezone
+    return tz && isValidTimeZone(tz) ? tz : browserTimeZone()
+  })
+
+  async function load(): Promise<void> {
+    try {
+      me.value = await authApi.fetchMe()
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e
+      me.value = null
+    } finally {
+      loaded.value = true
+    }
+  }
+
+  async function login(username: string, password: string): Promise<Me> {
+    me.value = await authApi.login(username, password)
+    loaded.value = true
+    return me.value
+  }
+
+  async function logout(): Promise<void> {
+    try {
+      await authApi.logout()
+    } finally {
+      me.value = null
+    }
+  }
+
+  function forget(): void {
+    me.value = null
+  }
+
+  function setMe(value: Me): void {
+    me.value = value
+  }
+
+  return {
+    me,
+    loaded,
+    isAuthenticated,
+    isSiteAdmin,
+    isLabAdmin,
+    adminLabIds,
+    labs,
+    timeZone,
+    load,
+    login,
+    logout,
+    forget,
+    setMe,
+  }
+})

@@ -1,0 +1,83 @@
+import type { Booking, BookingStatus, InstanceType, Quota } from '@/api/types'
+import { LIVE_STATUSES, TERMINAL_STATUSES } from '@/api/types'
+
+/** What a booking of `hours` on one node of `type` costs and uses, before the API confirms it. */
+export function estimateBooking(
+  hours: number,
+  type: Pick<InstanceType, 'gpu_count' | 'price_per_hour'> | undefined,
+): { gpuHours: number; cost: number } | null {
+  if (!type || !Number.isFinite(hours) || hours <= 0) return null
+  return {
+    gpuHours: round2(hours * type.gpu_count),
+    cost: round2(hours * Number(type.price_per_hour)),
+  }
+}
+
+export function round2(n: number): number {
+  return Math.round(n * 100) / 100
+}
+
+/** Share of a quota spent or promised, 0..1 each, for a quota bar. */
+export function quotaShares(q: Pick<Quota, 'gpu_hours' | 'used_gpu_hours' | 'committed_gpu_hours'>) {
+  const total = Number(q.gpu_hours)
+  if (!(total > 0)) return { used: 0, committed: 0 }
+  const used = Math.min(1, Number(q.used_gpu_hours) / total)
+  const committed = Math.min(1 - used, Number(q.committed_gpu_hours) / total)
+  return { used, committed }
+}
+
+export function isTerminal(status: BookingStatus): boolean {
+  return TERMINAL_STATUSES.includes(status)
+}
+
+export function isLive(status: BookingStatus): boolean {
+  return LIVE_STATUSES.includes(status)
+}
+
+export function canCancel(b: Pick<Booking, 'status'>): boolean {
+  return ['pending', 'scheduled'].includes(b.status)
+}
+
+export function canEndEarly(b: Pick<Booking, 'status'>): boolean {
+  return ['provisioning', 'ready'].includes(b.status)
+}
+
+export function canExtend(b: Pick<Booking, 'status'>): boolean {
+  return ['scheduled', 'provisioning', 'ready'].includes(b.status)
+}
+
+/** The happy path a booking walks; side exits replace the tail. */
+export const STATUS_PATH: readonly BookingStatus[] = [
+  'pending',
+  'scheduled',
+  'provisioning',
+  'ready',
+  'ending',
+  'completed',
+]
+
+export interface TimelineStep {
+  status: BookingStatus
+  state: 'done' | 'current' | 'todo' | 'failed'
+}
+
+export function statusTimeline(status: BookingStatus, requiresApproval: boolean): TimelineStep[] {
+  const path = requiresApproval ? STATUS_PATH : STATUS_PATH.filter((s) => s !== 'pending')
+  const idx = path.indexOf(status)
+  if (idx >= 0) {
+    return path.map((s, i) => ({
+      status: s,
+      state: i < idx ? 'done' : i === idx ? (status === 'completed' ? 'done' : 'current') : 'todo',
+    }))
+  }
+  // A side exit: show the path up to where it probably left, then the exit.
+  const leftAt: Record<string, BookingStatus> = {
+    rejected: 'pending',
+    expired: 'pending',
+    cancelled: 'scheduled',
+    failed: 'provisioning',
+  }
+  const cut = path.indexOf(leftAt[status] ?? path[0]!)
+  const before = path.slice(0, Math.max(cut, 0)).map((s) => ({ status: s, state: 'done' as const }))
+  return [...before, { status, state: 'failed' }]
+}

@@ -1,0 +1,90 @@
+import type { Blackout, BusyBlock } from '@/api/types'
+import { toCalendarString } from './time'
+
+export type CalendarView = 'resourceTimeGridDay' | 'resourceTimelineWeek' | 'dayGridMonth'
+
+export interface LaneAssigned<T> {
+  item: T
+  lane: number // 1-based
+}
+
+/**
+ * Put each busy block in the lowest-numbered lane that is free when it starts (interval
+ * partitioning), so a pool of capacity N reads as N lanes. Blocks beyond N (which the backend
+ * should never allow) go into extra lanes rather than vanish.
+ */
+export function assignLanes<T extends { start: string; end: string }>(items: readonly T[]): LaneAssigned<T>[] {
+  const sorted = [...items].sort(
+    (a, b) => Date.parse(a.start) - Date.parse(b.start) || Date.parse(a.end) - Date.parse(b.end),
+  )
+  const laneEnds: number[] = []
+  return sorted.map((item) => {
+    const start = Date.parse(item.start)
+    let lane = laneEnds.findIndex((end) => end <= start)
+    if (lane === -1) lane = laneEnds.length
+    laneEnds[lane] = Date.parse(item.end)
+    return { item, lane: lane + 1 }
+  })
+}
+
+export interface CalendarLabels {
+  mine: string
+  busy: string
+  blackout: string
+  lane: (n: number) => string
+}
+
+export interface CalendarEventInput {
+  id: string
+  start: string
+  end: string
+  title: string
+  resourceIds: string[]
+  display?: 'auto' | 'background'
+  classNames?: string[]
+  extendedProps?: Record<string, unknown>
+}
+
+export const laneId = (n: number) => `lane-${n}`
+
+export function laneResources(capacity: number, used: number, labels: CalendarLabels) {
+  const n = Math.max(capacity, used, 1)
+  return Array.from({ length: n }, (_, i) => ({ id: laneId(i + 1), title: labels.lane(i + 1) }))
+}
+
+/** Busy blocks and blackouts as calendar events, in the wall clock of `timeZone`. */
+export function toCalendarEvents(
+  busy: readonly BusyBlock[],
+  blackouts: readonly Blackout[],
+  laneCount: number,
+  timeZone: string,
+  labels: CalendarLabels,
+): CalendarEventInput[] {
+  const events: CalendarEventInput[] = assignLanes(busy).map(({ item, lane }, i) => ({
+    id: item.booking != null ? `booking-${item.booking}` : `busy-${i}`,
+    start: toCalendarString(item.start, timeZone),
+    end: toCalendarString(item.end, timeZone),
+    title: item.mine ? labels.mine : item.lab?.name ?? labels.busy,
+    resourceIds: [laneId(lane)],
+    classNames: [item.mine ? 'ev-mine' : 'ev-other', `ev-${item.status}`],
+    extendedProps: { booking: item.booking, mine: item.mine, status: item.status },
+  }))
+  const allLanes = Array.from({ length: Math.max(laneCount, 1) }, (_, i) => laneId(i + 1))
+  for (const b of blackouts) {
+    events.push({
+      id: `blackout-${b.id}`,
+      start: toCalendarString(b.start, timeZone),
+      end: toCalendarString(b.end, timeZone),
+      title: b.reason ? `${labels.blackout}: ${b.reason}` : labels.blackout,
+      resourceIds: allLanes,
+      display: 'background',
+      classNames: ['ev-blackout'],
+    })
+  }
+  return events
+}
+
+export function laneCountFor(busy: readonly BusyBlock[], capacity: number): number {
+  const lanes = assignLanes(busy).reduce((max, a) => Math.max(max, a.lane), 0)
+  return Math.max(capacity, lanes, 1)
+}
