@@ -1,0 +1,527 @@
+"""The HTTP surface: DigitalOcean's API subset under /v2, the admin API under /_emulator.
+
+Every /v2 request goes through `_api()`: bearer auth, the per-token rate limit (headers on every
+answer, 429 with `retry-after` beyond it), injected faults, then the operation. Errors use
+DigitalOcean's body `{"id", "message", "request_id"}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import math
+import random
+import time
+import uuid
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from . import catalog
+from .agents import AgentSupervisor
+from .settings import EmulatorSettings
+from .state import ApiError, EmuDroplet, Store, not_found, unprocessable
+
+logger = logging.getLogger("emulator")
+
+Handler = Callable[[Request], Awaitable[tuple[int, Any]]]
+
+
+class RateLimiter:
+    """Sliding window per token, like DigitalOcean's per-minute limit."""
+
+    def __init__(self) -> None:
+        self._log: dict[str, deque[float]] = defaultdict(deque)
+
+    def check(self, key: str, limit: int, window_s: float, now: float) -> tuple[bool, int, int]:
+        """(allowed, remaining, reset unix time); charges the request when allowed."""
+        log = self._log[key]
+        while log and log[0] <= now - window_s:
+            log.popleft()
+        allowed = len(log) < limit
+        if allowed:
+            log.append(now)
+        remaining = max(0, limit - len(log))
+        reset = math.ceil(log[0] + window_s) if log else math.ceil(now + window_s)
+        return allowed, remaining, reset
+
+    def reset(self) -> None:
+        self._log.clear()
+
+
+class Counters:
+    def __init__(self) -> None:
+        self.requests = 0
+        self.by_status: dict[str, int] = defaultdict(int)
+        self.by_route: dict[str, int] = defaultdict(int)
+        self.rate_limited = 0
+        self.faults_injected = 0
+        self.creates = 0
+        self.deletes = 0
+        self.peak_per_minute = 0
+        self._last_minute: deque[float] = deque()
+
+    def hit(self, route: str, now: float) -> None:
+        self.requests += 1
+        self.by_route[route] += 1
+        self._last_minute.append(now)
+        while self._last_minute and self._last_minute[0] <= now - 60:
+            self._last_minute.popleft()
+        self.peak_per_minute = max(self.peak_per_minute, len(self._last_minute))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "by_status": dict(self.by_status),
+            "by_route": dict(self.by_route),
+            "rate_limited": self.rate_limited,
+            "faults_injected": self.faults_injected,
+            "creates": self.creates,
+            "deletes": self.deletes,
+            "peak_requests_per_minute": self.peak_per_minute,
+        }
+
+
+class Emulator:
+    def __init__(self, settings: EmulatorSettings) -> None:
+        self.settings = settings
+        self.store = Store(state_file=settings.state_file, ip_mode=settings.ip_mode)
+        work_dir = settings.state_file.parent if settings.state_file else None
+        self.agents = AgentSupervisor(agent_cmd=settings.agent_cmd, work_dir=work_dir)
+        self.limiter = RateLimiter()
+        self.counters = Counters()
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        activated, removed = self.store.advance()
+        for droplet in removed:
+            self.agents.stop(droplet)
+        for droplet in activated:
+            logger.info("droplet %s (%s) is active", droplet.id, droplet.name)
+        # (re)start agents of active droplets that have none yet: new ones, and after a restart
+        for droplet in self.store.droplets.values():
+            if droplet.status == "active" and droplet.agent.status == "pending":
+                self.agents.start(droplet, self.store.faults)
+                self.store.dirty = True
+        if self.agents.poll(self.store.droplets):
+            self.store.dirty = True
+        if self.store.dirty:
+            self.store.save()
+
+    async def ticker(self) -> None:
+        while True:
+            try:
+                self.tick()
+            except Exception:  # a bad tick must not stop time for the whole emulator
+                logger.exception("emulator tick failed")
+            await asyncio.sleep(self.settings.tick_s)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def base_url(self, request: Request) -> str:
+        if self.settings.public_url:
+            return self.settings.public_url.rstrip("/")
+        return f"{request.url.scheme}://{request.url.netloc}"
+
+    def paginate(
+        self, request: Request, items: list[Any], key: str, extra: dict[str, str]
+    ) -> dict[str, Any]:
+        try:
+            page = int(request.query_params.get("page", "1"))
+            per_page = int(request.query_params.get("per_page", "20"))
+        except ValueError as exc:
+            raise ApiError(400, "bad_request", "page and per_page must be integers.") from exc
+        if page < 1 or per_page < 1:
+            raise ApiError(400, "bad_request", "page and per_page must be at least 1.")
+        per_page = min(per_page, self.settings.max_per_page)
+        total = len(items)
+        last = max(1, math.ceil(total / per_page))
+        chunk = items[(page - 1) * per_page : page * per_page]
+
+        def link(n: int) -> str:
+            query = urlencode({**extra, "page": n, "per_page": per_page})
+            return f"{self.base_url(request)}{request.url.path}?{query}"
+
+        pages: dict[str, str] = {}
+        if page > 1:
+            pages["first"] = link(1)
+            pages["prev"] = link(min(page - 1, last))
+        if page < last:
+            pages["next"] = link(page + 1)
+            pages["last"] = link(last)
+        return {key: chunk, "links": {"pages": pages} if pages else {}, "meta": {"total": total}}
+
+    # -- /v2 operations -----------------------------------------------------------------------
+
+    async def list_droplets(self, request: Request) -> tuple[int, Any]:
+        q = request.query_params
+        kind, tag_name, name = q.get("type"), q.get("tag_name"), q.get("name")
+        droplets = self.store.listing(kind=kind, tag_name=tag_name, name=name)
+        extra = {k: v for k, v in (("type", kind), ("tag_name", tag_name), ("name", name)) if v}
+        now = time.time()
+        return 200, self.paginate(
+            request, [self.store.to_api(d, now) for d in droplets], "droplets", extra
+        )
+
+    async def create_droplet(self, request: Request) -> tuple[int, Any]:
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            raise ApiError(400, "bad_request", "The request body is not valid JSON.") from exc
+        droplet = self.store.create(
+            body, boot_delay_s=self.settings.boot_delay_s, ip_delay_s=self.settings.ip_delay_s
+        )
+        self.counters.creates += 1
+        self.store.save()
+        action_id = self.store.new_action_id()
+        logger.info("created droplet %s (%s, %s)", droplet.id, droplet.name, droplet.size_slug)
+        return 202, {
+            "droplet": self.store.to_api(droplet),
+            "links": {
+                "actions": [
+                    {
+                        "id": action_id,
+                        "rel": "create",
+                        "href": f"{self.base_url(request)}/v2/actions/{action_id}",
+                    }
+                ]
+            },
+        }
+
+    def _droplet_id(self, request: Request) -> int:
+        try:
+            droplet_id = int(request.path_params["droplet_id"])
+        except ValueError as exc:
+            raise not_found() from exc
+        return droplet_id
+
+    async def get_droplet(self, request: Request) -> tuple[int, Any]:
+        droplet = self.store.get(self._droplet_id(request))
+        return 200, {"droplet": self.store.to_api(droplet)}
+
+    async def delete_droplet(self, request: Request) -> tuple[int, Any]:
+        droplet = self.store.delete(self._droplet_id(request))
+        self._after_delete(droplet)
+        return 204, None
+
+    async def delete_by_tag(self, request: Request) -> tuple[int, Any]:
+        tag = request.query_params.get("tag_name")
+        if not tag:
+            raise unprocessable("tag_name is required.")
+        for droplet in [d for d in self.store.droplets.values() if tag in d.tags]:
+            self._after_delete(self.store.delete(droplet.id))
+        return 204, None
+
+    def _after_delete(self, droplet: EmuDroplet) -> None:
+        self.counters.deletes += 1
+        # the machine stops at once even when the API keeps showing it for a while
+        self.agents.stop(droplet)
+        self.tick()
+
+    async def list_sizes(self, request: Request) -> tuple[int, Any]:
+        return 200, self.paginate(request, catalog.SIZES, "sizes", {})
+
+    async def list_regions(self, request: Request) -> tuple[int, Any]:
+        regions = [catalog.region_json(slug) for slug in catalog.REGION_NAMES]
+        return 200, self.paginate(request, regions, "regions", {})
+
+    async def get_account(self, request: Request) -> tuple[int, Any]:
+        return 200, {
+            "account": {
+                "droplet_limit": 1000,
+                "floating_ip_limit": 10,
+                "email": "lab@example.org",
+                "uuid": "6f1c2d8e-0b5a-4a8e-9d0e-1f2a3b4c5d6e",
+                "email_verified": True,
+                "status": "active",
+                "status_message": "",
+            }
+        }
+
+    # -- the /v2 pipeline ---------------------------------------------------------------------
+
+    def _error(self, status: int, error_id: str, message: str) -> tuple[int, Any]:
+        return status, {"id": error_id, "message": message}
+
+    async def _api(self, request: Request, route: str, handler: Handler) -> Response:
+        now = time.time()
+        request_id = str(uuid.uuid4())
+        self.counters.hit(route, now)
+        headers: dict[str, str] = {"x-request-id": request_id}
+
+        auth = request.headers.get("authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+        if not token or (self.settings.tokens and token not in self.settings.tokens):
+            return self._respond(401, {"id": "unauthorized", "message": "Unable to authenticate you"}, headers, request_id)
+
+        key = hashlib.sha256(token.encode()).hexdigest()
+        allowed, remaining, reset = self.limiter.check(
+            key, self.settings.rate_limit, self.settings.rate_window_s, now
+        )
+        headers.update(
+            {
+                "ratelimit-limit": str(self.settings.rate_limit),
+                "ratelimit-remaining": str(remaining),
+                "ratelimit-reset": str(reset),
+            }
+        )
+        if not allowed:
+            self.counters.rate_limited += 1
+            headers["retry-after"] = str(max(1, math.ceil(reset - now)))
+            return self._respond(
+                429, {"id": "too_many_requests", "message": "API rate limit exceeded."}, headers,
+                request_id,
+            )
+
+        faults = self.store.faults
+        rule = faults.take_rule(request.method, request.url.path)
+        if rule is not None:
+            self.counters.faults_injected += 1
+            self.store.save()
+            status, body = 0, None
+            if rule.get("after_create") or "status" not in rule:
+                status, body = await self._run(request, handler)
+            if rule.get("delay_s"):
+                await asyncio.sleep(float(rule["delay_s"]))
+            if "status" in rule:
+                status = int(rule["status"])
+                body = {"id": _error_id(status), "message": rule.get("message") or _message(status)}
+            return self._respond(status, body, headers, request_id)
+
+        if faults.error_rate_5xx and random.random() < faults.error_rate_5xx:  # noqa: S311
+            self.counters.faults_injected += 1
+            return self._respond(500, {"id": "server_error", "message": _message(500)}, headers, request_id)
+
+        status, body = await self._run(request, handler)
+        if faults.timeout_rate and random.random() < faults.timeout_rate:  # noqa: S311
+            # done, but answered too late: the client sees a timeout and cannot tell
+            self.counters.faults_injected += 1
+            await asyncio.sleep(faults.timeout_s)
+        return self._respond(status, body, headers, request_id)
+
+    async def _run(self, request: Request, handler: Handler) -> tuple[int, Any]:
+        self.tick()  # droplets always show their up-to-date status
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return exc.status, {"id": exc.error_id, "message": exc.message}
+
+    def _respond(
+        self, status: int, body: Any, headers: dict[str, str], request_id: str
+    ) -> Response:
+        self.counters.by_status[str(status)] += 1
+        if status == 204 or body is None:
+            return Response(status_code=status, headers=headers, media_type="application/json")
+        if status >= 400 and isinstance(body, dict):
+            body = {**body, "request_id": request_id}
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    # -- admin ----------------------------------------------------------------------------------
+
+    def admin_state(self) -> dict[str, Any]:
+        now = time.time()
+        droplets = []
+        for d in sorted(self.store.droplets.values(), key=lambda d: d.id):
+            droplets.append(
+                {
+                    "id": d.id,
+                    "name": d.name,
+                    "status": d.status,
+                    "size_slug": d.size_slug,
+                    "region": d.region,
+                    "tags": d.tags,
+                    "gpu": d.is_gpu,
+                    "public_ipv4": d.public_ip if now >= d.ip_at else None,
+                    "created_at": d.created_at,
+                    "active_at": d.active_at,
+                    "vanish_at": d.vanish_at,
+                    "gone_at": d.gone_at,
+                    "ssh_keys": d.ssh_keys,
+                    "user_data_bytes": len(d.user_data.encode()),
+                    "agent": {
+                        "status": d.agent.status,
+                        "profile": d.agent.profile,
+                        "pid": d.agent.pid,
+                        "exit_code": d.agent.exit_code,
+                        "starts": d.agent.starts,
+                        "log": d.agent.log,
+                    },
+                }
+            )
+        from dataclasses import asdict
+
+        return {
+            "settings": self.settings.public(),
+            "faults": asdict(self.store.faults),
+            "counters": self.counters.as_dict(),
+            "droplets": droplets,
+        }
+
+
+def _error_id(status: int) -> str:
+    return {
+        400: "bad_request",
+        401: "unauthorized",
+        403: "forbidden",
+        404: "not_found",
+        422: "unprocessable_entity",
+        429: "too_many_requests",
+    }.get(status, "server_error" if status >= 500 else "error")
+
+
+def _message(status: int) -> str:
+    if status >= 500:
+        return "Server Error"
+    return {
+        404: "The resource you were accessing could not be found.",
+        429: "API rate limit exceeded.",
+        422: "Unprocessable entity.",
+    }.get(status, "Request failed.")
+
+
+def create_app(settings: EmulatorSettings) -> Starlette:
+    emu = Emulator(settings)
+
+    def api(route: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return await emu._api(request, route, handler)
+
+        return endpoint
+
+    async def droplets_collection(request: Request) -> Response:
+        if request.method == "POST":
+            return await emu._api(request, "droplets_create", emu.create_droplet)
+        if request.method == "DELETE":
+            return await emu._api(request, "droplets_destroy_byTag", emu.delete_by_tag)
+        return await emu._api(request, "droplets_list", emu.list_droplets)
+
+    async def droplet_item(request: Request) -> Response:
+        if request.method == "DELETE":
+            return await emu._api(request, "droplets_destroy", emu.delete_droplet)
+        return await emu._api(request, "droplets_get", emu.get_droplet)
+
+    async def v2_not_found(request: Request) -> Response:
+        async def handler(_: Request) -> tuple[int, Any]:
+            raise not_found()
+
+        return await emu._api(request, "unknown", handler)
+
+    # -- admin endpoints (no auth: the emulator listens on 127.0.0.1 only) --
+
+    async def health(_: Request) -> Response:
+        return JSONResponse({"ok": True, "droplets": len(emu.store.droplets)})
+
+    async def state(_: Request) -> Response:
+        emu.tick()
+        return JSONResponse(emu.admin_state())
+
+    async def faults(request: Request) -> Response:
+        from dataclasses import asdict
+
+        if request.method == "POST":
+            try:
+                emu.store.faults.update(await request.json())
+            except (ValueError, TypeError) as exc:
+                return JSONResponse({"id": "bad_request", "message": str(exc)}, status_code=400)
+            emu.store.save()
+        elif request.method == "DELETE":
+            emu.store.faults = type(emu.store.faults)()
+            emu.store.save()
+        return JSONResponse(asdict(emu.store.faults))
+
+    async def admin_settings(request: Request) -> Response:
+        if request.method == "POST":
+            try:
+                emu.settings.update(await request.json())
+            except (ValueError, TypeError) as exc:
+                return JSONResponse({"id": "bad_request", "message": str(exc)}, status_code=400)
+            emu.agents.agent_cmd = emu.settings.agent_cmd
+            emu.store.ip_mode = emu.settings.ip_mode
+        return JSONResponse(emu.settings.public())
+
+    async def reset(_: Request) -> Response:
+        emu.agents.stop_all()
+        emu.store.reset()
+        emu.store.save()
+        emu.limiter.reset()
+        emu.counters = Counters()
+        return JSONResponse({"ok": True})
+
+    async def seed(request: Request) -> Response:
+        body = await request.json()
+        try:
+            made = emu.store.seed(
+                count=int(body.get("count", 1)),
+                size=str(body.get("size", "gpu-mi300x1-192gb")),
+                region=body.get("region"),
+                tags=list(body.get("tags", [])),
+                name_prefix=str(body.get("name_prefix", "seeded-")),
+                status=str(body.get("status", "active")),
+            )
+        except ApiError as exc:
+            return JSONResponse({"id": exc.error_id, "message": exc.message}, status_code=exc.status)
+        emu.tick()
+        return JSONResponse({"ids": [d.id for d in made]}, status_code=201)
+
+    async def droplet_admin(request: Request) -> Response:
+        try:
+            droplet = emu.store.get(int(request.path_params["droplet_id"]))
+        except (ApiError, ValueError):
+            return JSONResponse({"id": "not_found", "message": "no such droplet"}, status_code=404)
+        action = request.path_params["action"]
+        if action == "vanish":
+            emu.store.vanish(droplet.id)
+            emu.agents.stop(droplet)
+        elif action == "activate":
+            droplet.active_at = time.time()
+            droplet.ip_at = min(droplet.ip_at, droplet.active_at)
+        else:
+            return JSONResponse({"id": "not_found", "message": "unknown action"}, status_code=404)
+        emu.store.dirty = True
+        emu.tick()
+        return JSONResponse({"ok": True, "id": droplet.id, "action": action})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(emu.ticker())
+        logger.info(
+            "DigitalOcean emulator ready: boot delay %.1fs, %d req/%.0fs per token, state %s",
+            settings.boot_delay_s, settings.rate_limit, settings.rate_window_s,
+            settings.state_file or "(memory)",
+        )
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            emu.agents.stop_all()
+            emu.store.save()
+
+    routes = [
+        Route("/v2/droplets", droplets_collection, methods=["GET", "POST", "DELETE"]),
+        Route("/v2/droplets/{droplet_id}", droplet_item, methods=["GET", "DELETE"]),
+        Route("/v2/sizes", api("sizes_list", emu.list_sizes), methods=["GET"]),
+        Route("/v2/regions", api("regions_list", emu.list_regions), methods=["GET"]),
+        Route("/v2/account", api("account_get", emu.get_account), methods=["GET"]),
+        Route("/v2/{rest:path}", v2_not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+        Route("/_emulator/health", health, methods=["GET"]),
+        Route("/_emulator/state", state, methods=["GET"]),
+        Route("/_emulator/faults", faults, methods=["GET", "POST", "DELETE"]),
+        Route("/_emulator/settings", admin_settings, methods=["GET", "POST"]),
+        Route("/_emulator/reset", reset, methods=["POST"]),
+        Route("/_emulator/droplets", seed, methods=["POST"]),
+        Route("/_emulator/droplets/{droplet_id}/{action}", droplet_admin, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.emulator = emu
+    return app

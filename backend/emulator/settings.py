@@ -1,0 +1,115 @@
+"""Emulator settings: command-line flags, each with a `LABGPU_EMULATOR_*` environment fallback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "LABGPU_EMULATOR_"
+
+
+@dataclass
+class EmulatorSettings:
+    host: str = "127.0.0.1"
+    port: int = 8010
+    #: JSON file holding droplets, faults and id counters; None keeps state in memory only.
+    state_file: Path | None = None
+    #: seconds from create until a droplet turns `active`
+    boot_delay_s: float = 20.0
+    #: seconds from create until a public IPv4 appears (DigitalOcean assigns it while `new`)
+    ip_delay_s: float = 1.0
+    #: per-token rate limit: `rate_limit` requests per `rate_window_s` (DigitalOcean: 250/60 s)
+    rate_limit: int = 250
+    rate_window_s: float = 60.0
+    #: largest `per_page` honoured (DigitalOcean: 200); smaller values make pagination cheap to test
+    max_per_page: int = 200
+    #: accepted bearer tokens; empty accepts any non-empty token
+    tokens: list[str] = field(default_factory=list)
+    #: command that starts the node agent (split like a shell would); "" disables agents
+    agent_cmd: str = "labgpu-agent"
+    #: "testnet" hands out 192.0.2.x/198.51.100.x/203.0.113.x, "loopback" 127.x.y.z
+    ip_mode: str = "testnet"
+    #: base of the URLs in `links.pages`; None uses the URL the request came in on
+    public_url: str | None = None
+    #: seconds between background ticks (boot, vanish, delete completion)
+    tick_s: float = 0.1
+    log_level: str = "info"
+
+    def public(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["state_file"] = str(self.state_file) if self.state_file else None
+        data["tokens"] = f"{len(self.tokens)} configured" if self.tokens else "any"
+        return data
+
+    def update(self, changes: dict[str, Any]) -> None:
+        """Apply runtime changes (POST /_emulator/settings); host/port/state_file are fixed."""
+        names = {f.name: f for f in fields(self)}
+        for key, value in changes.items():
+            if key not in names or key in {"host", "port", "state_file"}:
+                raise ValueError(f"unknown or fixed setting: {key}")
+            current = getattr(self, key)
+            if isinstance(current, bool) or current is None:
+                setattr(self, key, value)
+            elif isinstance(current, (int, float)) and not isinstance(current, bool):
+                setattr(self, key, type(current)(value))
+            else:
+                setattr(self, key, value)
+
+
+def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
+    defaults = EmulatorSettings()
+
+    def env(name: str, default: Any) -> Any:
+        return os.environ.get(ENV_PREFIX + name.upper(), default)
+
+    p = argparse.ArgumentParser(
+        prog="python -m emulator",
+        description="A local server that speaks the DigitalOcean API subset LabGPU uses.",
+    )
+    p.add_argument("--host", default=env("host", defaults.host))
+    p.add_argument("--port", type=int, default=int(env("port", defaults.port)))
+    p.add_argument("--state-file", type=Path, default=env("state_file", None))
+    p.add_argument(
+        "--boot-delay", type=float, default=float(env("boot_delay_s", defaults.boot_delay_s))
+    )
+    p.add_argument("--ip-delay", type=float, default=float(env("ip_delay_s", defaults.ip_delay_s)))
+    p.add_argument("--rate-limit", type=int, default=int(env("rate_limit", defaults.rate_limit)))
+    p.add_argument(
+        "--rate-window", type=float, default=float(env("rate_window_s", defaults.rate_window_s))
+    )
+    p.add_argument(
+        "--max-per-page", type=int, default=int(env("max_per_page", defaults.max_per_page))
+    )
+    p.add_argument(
+        "--token",
+        action="append",
+        default=[t for t in env("tokens", "").split(",") if t],
+        help="accepted bearer token (repeatable); default: any non-empty token",
+    )
+    p.add_argument("--agent-cmd", default=env("agent_cmd", defaults.agent_cmd))
+    p.add_argument(
+        "--ip-mode", choices=["testnet", "loopback"], default=env("ip_mode", defaults.ip_mode)
+    )
+    p.add_argument("--public-url", default=env("public_url", None))
+    p.add_argument("--tick", type=float, default=float(env("tick_s", defaults.tick_s)))
+    p.add_argument("--log-level", default=env("log_level", defaults.log_level))
+    a = p.parse_args(argv)
+    return EmulatorSettings(
+        host=a.host,
+        port=a.port,
+        state_file=Path(a.state_file) if a.state_file else None,
+        boot_delay_s=a.boot_delay,
+        ip_delay_s=a.ip_delay,
+        rate_limit=a.rate_limit,
+        rate_window_s=a.rate_window,
+        max_per_page=a.max_per_page,
+        tokens=list(a.token),
+        agent_cmd=a.agent_cmd,
+        ip_mode=a.ip_mode,
+        public_url=a.public_url,
+        tick_s=a.tick,
+        log_level=a.log_level,
+    )

@@ -1,0 +1,106 @@
+"""Cloud provider drivers (DigitalOcean and its local emulator) behind one small typed interface.
+
+Import what you need from here:
+
+    from labgpu.providers import DropletSpec, build_driver, ProviderTransientError
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .base import (
+    NODE_TAG_PREFIX,
+    Droplet,
+    DropletSpec,
+    ProviderDriver,
+    RateLimitSnapshot,
+    Size,
+    create_or_adopt,
+    node_id_from_tags,
+    node_tag,
+)
+from .errors import (
+    ProviderAmbiguousCreate,
+    ProviderError,
+    ProviderNotFound,
+    ProviderPermanentError,
+    ProviderTransientError,
+)
+
+KINDS = ("digitalocean", "emulator")
+
+
+def build_driver(
+    *,
+    kind: str,
+    base_url: str,
+    token: str,
+    redis_url: str | None = None,
+    **options: Any,
+) -> ProviderDriver:
+    """A driver for a provider account. Both kinds speak DigitalOcean's API; only the URL differs.
+
+    `redis_url` enables the request budget shared by all workers; without it the budget is
+    per-process. `options` go to `DigitalOceanDriver` (timeouts, attempts, budget windows…).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown provider kind {kind!r}; expected one of {KINDS}")
+    from .digitalocean import DigitalOceanDriver
+
+    return DigitalOceanDriver(base_url=base_url, token=token, budget=redis_url, **options)
+
+
+def driver_from_settings(
+    *, kind: str, base_url: str, credential_env: str, **options: Any
+) -> ProviderDriver:
+    """Build a driver for a `ProviderAccount` whose token lives in the env var `credential_env`.
+
+    The only place in this package that reads Django settings (lazily, so the package stays usable
+    without Django): `LABGPU_PROVIDER_REDIS_URL`, else `REDIS_URL`, else `CELERY_BROKER_URL` when it
+    is a redis:// URL, is where the shared request budget lives.
+    """
+    token = os.environ.get(credential_env, "")
+    if not token:
+        raise ProviderPermanentError(
+            f"provider credential environment variable {credential_env} is not set"
+        )
+    redis_url = None
+    try:
+        from django.conf import settings
+
+        candidates = [
+            getattr(settings, "LABGPU_PROVIDER_REDIS_URL", None),
+            getattr(settings, "REDIS_URL", None),
+            getattr(settings, "CELERY_BROKER_URL", None),
+        ]
+    except Exception:  # Django absent or not configured
+        candidates = []
+    candidates += [os.environ.get("LABGPU_PROVIDER_REDIS_URL"), os.environ.get("REDIS_URL")]
+    for candidate in candidates:
+        if isinstance(candidate, str) and candidate.startswith(("redis://", "rediss://")):
+            redis_url = candidate
+            break
+    return build_driver(kind=kind, base_url=base_url, token=token, redis_url=redis_url, **options)
+
+
+__all__ = [
+    "KINDS",
+    "NODE_TAG_PREFIX",
+    "Droplet",
+    "DropletSpec",
+    "ProviderAmbiguousCreate",
+    "ProviderDriver",
+    "ProviderError",
+    "ProviderNotFound",
+    "ProviderPermanentError",
+    "ProviderTransientError",
+    "RateLimitSnapshot",
+    "Size",
+    "build_driver",
+    "create_or_adopt",
+    "driver_from_settings",
+    "node_id_from_tags",
+    "node_tag",
+]
