@@ -1,12 +1,15 @@
 import { api, unwrap } from './client'
-import type { Booking, BookingCreate, Page } from './types'
+import type { Booking, BookingCreate, BookingStatus, Page } from './types'
 
 export interface BookingFilters {
   page?: number
-  status?: string
+  page_size?: number
+  status?: BookingStatus[]
   pool?: number
   lab?: number
   user?: number
+  mine?: boolean
+  ordering?: string
   start_after?: string
   end_before?: string
 }
@@ -23,16 +26,17 @@ export function createBooking(input: BookingCreate): Promise<Booking> {
   return unwrap(api.POST('/api/v1/bookings/', { body: input }))
 }
 
-export function cancelBooking(id: number): Promise<Booking> {
-  return unwrap(api.POST('/api/v1/bookings/{id}/cancel/', { params: { path: { id } } }))
+/** Cancel before it starts, or end it early once running. */
+export function cancelBooking(id: number, reason = ''): Promise<Booking> {
+  return unwrap(api.POST('/api/v1/bookings/{id}/cancel/', { params: { path: { id } }, body: { reason } }))
 }
 
 export function extendBooking(id: number, end: string): Promise<Booking> {
   return unwrap(api.POST('/api/v1/bookings/{id}/extend/', { params: { path: { id } }, body: { end } }))
 }
 
-export function approveBooking(id: number): Promise<Booking> {
-  return unwrap(api.POST('/api/v1/bookings/{id}/approve/', { params: { path: { id } } }))
+export function approveBooking(id: number, reason = ''): Promise<Booking> {
+  return unwrap(api.POST('/api/v1/bookings/{id}/approve/', { params: { path: { id } }, body: { reason } }))
 }
 
 export function rejectBooking(id: number, reason: string): Promise<Booking> {

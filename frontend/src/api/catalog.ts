@@ -1,20 +1,29 @@
-import { api, unwrap } from './client'
+import { api, fetchAllPages, MAX_PAGE_SIZE, unwrap } from './client'
 import type { Availability, Blackout, BusyBlock, InstanceType, Lab, Pool } from './types'
 
+const page_size = MAX_PAGE_SIZE
+
 export function listLabs(): Promise<Lab[]> {
-  return unwrap(api.GET('/api/v1/labs/'))
+  return fetchAllPages((page) => unwrap(api.GET('/api/v1/labs/', { params: { query: { page, page_size } } })))
 }
 
 export function listInstanceTypes(): Promise<InstanceType[]> {
-  return unwrap(api.GET('/api/v1/instance-types/'))
+  return fetchAllPages((page) =>
+    unwrap(api.GET('/api/v1/instance-types/', { params: { query: { page, page_size } } })),
+  )
 }
 
 export function listPools(): Promise<Pool[]> {
-  return unwrap(api.GET('/api/v1/pools/'))
+  return fetchAllPages((page) =>
+    unwrap(api.GET('/api/v1/pools/', { params: { query: { page, page_size, is_active: true } } })),
+  )
 }
 
-export function listBlackouts(pool: number): Promise<Blackout[]> {
-  return unwrap(api.GET('/api/v1/blackouts/', { params: { query: { pool } } }))
+export function listBlackouts(pool: number, range?: { start: string; end: string }): Promise<Blackout[]> {
+  const window = range ? { end_after: range.start, start_before: range.end } : {}
+  return fetchAllPages((page) =>
+    unwrap(api.GET('/api/v1/blackouts/', { params: { query: { pool, page, page_size, ...window } } })),
+  )
 }
 
 export function poolAvailability(
@@ -27,5 +36,11 @@ export function poolAvailability(
 }
 
 export function poolBusy(pool: number, range: { start: string; end: string }): Promise<BusyBlock[]> {
-  return unwrap(api.GET('/api/v1/pools/{id}/busy/', { params: { path: { id: pool }, query: range } }))
+  return fetchAllPages((page) =>
+    unwrap(
+      api.GET('/api/v1/pools/{id}/busy/', {
+        params: { path: { id: pool }, query: { ...range, page, page_size } },
+      }),
+    ),
+  )
 }

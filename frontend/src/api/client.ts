@@ -80,6 +80,23 @@ interface FetchResult<T> {
   response: Response
 }
 
+/** The largest page the API serves (backend PageNumberPagination.max_page_size). */
+export const MAX_PAGE_SIZE = 500
+
+/** Every item of a paginated list, fetching page after page (lists here are small). */
+export async function fetchAllPages<T>(
+  fetchPage: (page: number) => Promise<{ results: T[]; next?: string | null }>,
+  maxPages = 50,
+): Promise<T[]> {
+  const items: T[] = []
+  for (let page = 1; page <= maxPages; page++) {
+    const data = await fetchPage(page)
+    items.push(...data.results)
+    if (!data.next) break
+  }
+  return items
+}
+
 /** Return the data of an openapi-fetch result, or throw an ApiError carrying the error body. */
 export async function unwrap<T>(pending: Promise<FetchResult<T>>): Promise<T> {
   const { data, error, response } = await pending

@@ -4,6 +4,40 @@
  */
 
 export interface paths {
+    "/api/v1/audit/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The audit log: site admins see everything, lab admins their labs' entries. */
+        get: operations["v1_audit_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The audit log: site admins see everything, lab admins their labs' entries. */
+        get: operations["v1_audit_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/csrf/": {
         parameters: {
             query?: never;
@@ -11,7 +45,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["auth_csrf"];
+        /** @description Sets the `csrftoken` cookie the SPA echoes in `X-CSRFToken`. */
+        get: operations["v1_auth_csrf_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29,7 +64,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: operations["auth_login"];
+        post: operations["v1_auth_login_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -45,200 +80,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: operations["auth_logout"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/me/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["me_retrieve"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch: operations["me_partial_update"];
-        trace?: never;
-    };
-    "/api/v1/me/ssh-keys/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["me_ssh_keys_list"];
-        put?: never;
-        post: operations["me_ssh_keys_create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/me/ssh-keys/{id}/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        delete: operations["me_ssh_keys_destroy"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/tokens/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["tokens_list"];
-        put?: never;
-        post: operations["tokens_create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/tokens/{id}/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        delete: operations["tokens_destroy"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/labs/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["labs_list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/labs/{id}/members/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        get: operations["labs_members_list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/instance-types/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["instance_types_list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/pools/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["pools_list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/pools/{id}/availability/": {
-        parameters: {
-            query: {
-                start: string;
-                end: string;
-                duration_minutes?: number;
-            };
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        get: operations["pools_availability"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/pools/{id}/busy/": {
-        parameters: {
-            query: {
-                start: string;
-                end: string;
-            };
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        get: operations["pools_busy"];
-        put?: never;
-        post?: never;
+        post: operations["v1_auth_logout_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -252,13 +94,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["blackouts_list"];
+        get: operations["v1_blackouts_list"];
         put?: never;
-        post?: never;
+        post: operations["v1_blackouts_create"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/blackouts/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_blackouts_retrieve"];
+        put: operations["v1_blackouts_update"];
+        post?: never;
+        delete: operations["v1_blackouts_destroy"];
+        options?: never;
+        head?: never;
+        patch: operations["v1_blackouts_partial_update"];
         trace?: never;
     };
     "/api/v1/bookings/": {
@@ -268,9 +126,9 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["bookings_list"];
+        get: operations["v1_bookings_list"];
         put?: never;
-        post: operations["bookings_create"];
+        post: operations["v1_bookings_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -281,50 +139,12 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
+            path?: never;
             cookie?: never;
         };
-        get: operations["bookings_retrieve"];
+        get: operations["v1_bookings_retrieve"];
         put?: never;
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/bookings/{id}/cancel/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post: operations["bookings_cancel"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/bookings/{id}/extend/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post: operations["bookings_extend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -335,14 +155,45 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
+            path?: never;
             cookie?: never;
         };
         get?: never;
         put?: never;
-        post: operations["bookings_approve"];
+        post: operations["v1_bookings_approve_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bookings/{id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Cancel before the start, or end early once it runs (the node is torn down). */
+        post: operations["v1_bookings_cancel_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bookings/{id}/extend/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["v1_bookings_extend_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -353,14 +204,329 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
+            path?: never;
             cookie?: never;
         };
         get?: never;
         put?: never;
-        post: operations["bookings_reject"];
+        post: operations["v1_bookings_reject_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/instance-types/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_instance_types_list"];
+        put?: never;
+        post: operations["v1_instance_types_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/instance-types/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_instance_types_retrieve"];
+        put: operations["v1_instance_types_update"];
+        post?: never;
+        delete: operations["v1_instance_types_destroy"];
+        options?: never;
+        head?: never;
+        patch: operations["v1_instance_types_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/labs/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_labs_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/labs/{lab_pk}/members/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        get: operations["v1_labs_members_list"];
+        put?: never;
+        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        post: operations["v1_labs_members_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/labs/{lab_pk}/members/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        get: operations["v1_labs_members_retrieve"];
+        put?: never;
+        post?: never;
+        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        delete: operations["v1_labs_members_destroy"];
+        options?: never;
+        head?: never;
+        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        patch: operations["v1_labs_members_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/labs/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_labs_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_me_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch: operations["v1_me_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/me/ssh-keys/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_me_ssh_keys_list"];
+        put?: never;
+        post: operations["v1_me_ssh_keys_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/ssh-keys/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["v1_me_ssh_keys_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pools/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_pools_list"];
+        put?: never;
+        post: operations["v1_pools_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pools/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_pools_retrieve"];
+        put: operations["v1_pools_update"];
+        post?: never;
+        delete: operations["v1_pools_destroy"];
+        options?: never;
+        head?: never;
+        patch: operations["v1_pools_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/pools/{id}/availability/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Free capacity per interval in [start, end), and the next free windows for a duration. */
+        get: operations["v1_pools_availability_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pools/{id}/busy/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Live bookings in [start, end); other labs' appear only as anonymous busy capacity (I-6). */
+        get: operations["v1_pools_busy_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/provider-accounts/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        get: operations["v1_provider_accounts_list"];
+        put?: never;
+        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        post: operations["v1_provider_accounts_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/provider-accounts/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        get: operations["v1_provider_accounts_retrieve"];
+        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        put: operations["v1_provider_accounts_update"];
+        post?: never;
+        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        delete: operations["v1_provider_accounts_destroy"];
+        options?: never;
+        head?: never;
+        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        patch: operations["v1_provider_accounts_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/quota-requests/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_quota_requests_list"];
+        put?: never;
+        post: operations["v1_quota_requests_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quota-requests/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["v1_quota_requests_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quota-requests/{id}/approve/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["v1_quota_requests_approve_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quota-requests/{id}/reject/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["v1_quota_requests_reject_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -374,7 +540,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["quotas_list"];
+        /** @description Quotas of my labs with used / committed / remaining GPU-hours. Site admins set them. */
+        get: operations["v1_quotas_list"];
+        put?: never;
+        /** @description Set a lab's quota for an instance type and month (site admins; audited). */
+        post: operations["v1_quotas_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quotas/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Quotas of my labs with used / committed / remaining GPU-hours. Site admins set them. */
+        get: operations["v1_quotas_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -383,53 +568,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/quota-requests/": {
+    "/api/v1/tokens/": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get: operations["quota_requests_list"];
+        /** @description Personal API tokens. The secret is returned once, by create; revoke with DELETE. */
+        get: operations["v1_tokens_list"];
         put?: never;
-        post: operations["quota_requests_create"];
+        /** @description Personal API tokens. The secret is returned once, by create; revoke with DELETE. */
+        post: operations["v1_tokens_create"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/quota-requests/{id}/approve/": {
+    "/api/v1/tokens/{id}/": {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
+            path?: never;
             cookie?: never;
         };
         get?: never;
         put?: never;
-        post: operations["quota_requests_approve"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/quota-requests/{id}/reject/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post: operations["quota_requests_reject"];
-        delete?: never;
+        post?: never;
+        /** @description Personal API tokens. The secret is returned once, by create; revoke with DELETE. */
+        delete: operations["v1_tokens_destroy"];
         options?: never;
         head?: never;
         patch?: never;
@@ -439,15 +607,1330 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Error: {
-            message: string;
-            code: string;
-            extra?: {
-                fields?: {
-                    [key: string]: string[];
-                };
-                next_free?: components["schemas"]["Window"][];
-            };
+        ApiToken: {
+            readonly id: number;
+            name: string;
+            readonly prefix: string;
+            scopes: components["schemas"]["ScopesEnum"][];
+            /** Format: date-time */
+            expires_at?: string | null;
+            /** Format: date-time */
+            readonly last_used_at: string | null;
+            /** Format: date-time */
+            readonly revoked_at: string | null;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        ApiTokenCreated: {
+            readonly id: number;
+            name: string;
+            readonly prefix: string;
+            scopes: components["schemas"]["ScopesEnum"][];
+            /** Format: date-time */
+            expires_at?: string | null;
+            /** Format: date-time */
+            readonly last_used_at: string | null;
+            /** Format: date-time */
+            readonly revoked_at: string | null;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** @description Shown once; store it now. */
+            readonly token: string;
+        };
+        ApiTokenRequest: {
+            name: string;
+            scopes: components["schemas"]["ScopesEnum"][];
+            /** Format: date-time */
+            expires_at?: string | null;
+        };
+        AuditEvent: {
+            readonly id: number;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            readonly actor: string;
+            action: string;
+            target_type: string;
+            target_id: string;
+            lab?: number | null;
+            data?: unknown;
+        };
+        Availability: {
+            pool: number;
+            capacity: number;
+            duration_minutes: number;
+            intervals: components["schemas"]["Interval"][];
+            next_free: components["schemas"]["Window"][];
+        };
+        Blackout: {
+            readonly id: number;
+            pool: number;
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            reason?: string;
+        };
+        BlackoutRequest: {
+            pool: number;
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            reason?: string;
+        };
+        Booking: {
+            readonly id: number;
+            readonly pool: number;
+            readonly pool_name: string;
+            readonly instance_type: number;
+            readonly lab: components["schemas"]["LabSummary"];
+            readonly user: components["schemas"]["UserSummary"];
+            /** Format: date-time */
+            readonly start: string;
+            /** Format: date-time */
+            readonly end: string;
+            readonly purpose: string;
+            readonly status: components["schemas"]["BookingStatusEnum"];
+            /** Format: date-time */
+            readonly status_changed_at: string | null;
+            readonly on_demand: boolean;
+            readonly gpu_count: number;
+            /** Format: decimal */
+            readonly price_per_hour: string;
+            /** Format: decimal */
+            readonly gpu_hours: string;
+            /** Format: decimal */
+            readonly estimated_cost: string;
+            /** Format: decimal */
+            readonly consumed_gpu_hours: string | null;
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            readonly decided_by: string;
+            /** Format: date-time */
+            readonly decided_at: string | null;
+            readonly decision_reason: string;
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            readonly ended_by: string;
+            /** Format: date-time */
+            readonly ended_at: string | null;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+        };
+        BookingCreateRequest: {
+            pool: number;
+            /**
+             * Format: date-time
+             * @description Omit (or give now) for an on-demand booking.
+             */
+            start?: string | null;
+            /** Format: date-time */
+            end: string;
+            /** @default  */
+            purpose: string;
+            /** @description Needed when you are in several labs. */
+            lab?: number | null;
+        };
+        BookingExtendRequest: {
+            /** Format: date-time */
+            end: string;
+        };
+        /**
+         * @description * `pending` - Pending approval
+         *     * `scheduled` - Scheduled
+         *     * `provisioning` - Provisioning
+         *     * `ready` - Ready
+         *     * `ending` - Ending
+         *     * `completed` - Completed
+         *     * `cancelled` - Cancelled
+         *     * `rejected` - Rejected
+         *     * `expired` - Expired
+         *     * `failed` - Failed
+         * @enum {string}
+         */
+        BookingStatusEnum: "pending" | "scheduled" | "provisioning" | "ready" | "ending" | "completed" | "cancelled" | "rejected" | "expired" | "failed";
+        /** @description A live booking as a calendar sees it: other labs' bookings carry no identity (I-6). */
+        BusyBlock: {
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            status: components["schemas"]["BookingStatusEnum"];
+            readonly mine: boolean;
+            readonly booking: number | null;
+            readonly lab: {
+                [key: string]: unknown;
+            } | null;
+        };
+        CsrfOk: {
+            detail: string;
+        };
+        DecisionRequest: {
+            /** @default  */
+            reason: string;
+        };
+        /**
+         * @description * `amd` - AMD
+         *     * `nvidia` - NVIDIA
+         * @enum {string}
+         */
+        GpuVendorEnum: "amd" | "nvidia";
+        InstanceType: {
+            readonly id: number;
+            name: string;
+            slug: string;
+            provider_account: number;
+            /** @description Provider size slug */
+            provider_size: string;
+            image?: string;
+            gpu_vendor: components["schemas"]["GpuVendorEnum"];
+            gpu_model: string;
+            /** Format: int64 */
+            gpu_count: number;
+            /** Format: int64 */
+            vram_gb_per_gpu: number;
+            gpu_arch: string;
+            /** Format: decimal */
+            price_per_hour: string;
+            agent_profile?: string;
+            expected_baselines?: unknown;
+            is_active?: boolean;
+        };
+        InstanceTypeRequest: {
+            name: string;
+            slug: string;
+            provider_account: number;
+            /** @description Provider size slug */
+            provider_size: string;
+            image?: string;
+            gpu_vendor: components["schemas"]["GpuVendorEnum"];
+            gpu_model: string;
+            /** Format: int64 */
+            gpu_count: number;
+            /** Format: int64 */
+            vram_gb_per_gpu: number;
+            gpu_arch: string;
+            /** Format: decimal */
+            price_per_hour: string;
+            agent_profile?: string;
+            expected_baselines?: unknown;
+            is_active?: boolean;
+        };
+        Interval: {
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            used: number;
+            free: number;
+            blackout: boolean;
+        };
+        /**
+         * @description * `digitalocean` - DigitalOcean
+         *     * `emulator` - Emulator
+         * @enum {string}
+         */
+        KindEnum: "digitalocean" | "emulator";
+        Lab: {
+            readonly id: number;
+            name: string;
+            slug: string;
+            readonly my_role: string | null;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        LabSummary: {
+            readonly id: number;
+            name: string;
+            slug: string;
+        };
+        LabSummaryRequest: {
+            name: string;
+            slug: string;
+        };
+        /**
+         * @description * `en` - English
+         *     * `zh-hans` - 简体中文
+         * @enum {string}
+         */
+        LanguageEnum: "en" | "zh-hans";
+        LoginRequest: {
+            username: string;
+            password: string;
+        };
+        Me: {
+            readonly id: number;
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            readonly username: string;
+            /** Email address */
+            email?: string;
+            first_name?: string;
+            last_name?: string;
+            timezone: components["schemas"]["TimezoneEnum"];
+            language?: components["schemas"]["LanguageEnum"];
+            readonly is_site_admin: boolean;
+            readonly memberships: components["schemas"]["MyMembership"][];
+        };
+        Membership: {
+            readonly id: number;
+            readonly user: components["schemas"]["UserSummary"];
+            role?: components["schemas"]["MembershipRoleEnum"];
+            /** Format: int64 */
+            max_hours_per_week?: number | null;
+            /** Format: int64 */
+            max_concurrent_bookings?: number | null;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        MembershipRequest: {
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            username: string;
+            role?: components["schemas"]["MembershipRoleEnum"];
+            /** Format: int64 */
+            max_hours_per_week?: number | null;
+            /** Format: int64 */
+            max_concurrent_bookings?: number | null;
+        };
+        /**
+         * @description * `member` - Member
+         *     * `lab_admin` - Lab admin
+         * @enum {string}
+         */
+        MembershipRoleEnum: "member" | "lab_admin";
+        MyMembership: {
+            readonly id: number;
+            readonly lab: components["schemas"]["LabSummary"];
+            role?: components["schemas"]["MembershipRoleEnum"];
+            /** Format: int64 */
+            max_hours_per_week?: number | null;
+            /** Format: int64 */
+            max_concurrent_bookings?: number | null;
+        };
+        MyMembershipRequest: {
+            role?: components["schemas"]["MembershipRoleEnum"];
+            /** Format: int64 */
+            max_hours_per_week?: number | null;
+            /** Format: int64 */
+            max_concurrent_bookings?: number | null;
+        };
+        NodePool: {
+            readonly id: number;
+            name: string;
+            slug: string;
+            instance_type: number;
+            readonly instance_type_detail: components["schemas"]["InstanceType"];
+            region: string;
+            /** Format: int64 */
+            capacity: number;
+            /** Format: int64 */
+            granularity_minutes?: number;
+            /** Format: int64 */
+            min_duration_minutes?: number;
+            /** Format: int64 */
+            max_duration_minutes?: number;
+            /** Format: int64 */
+            max_days_ahead?: number;
+            /** Format: int64 */
+            provisioning_lead_minutes?: number;
+            /** Format: int64 */
+            teardown_grace_minutes?: number;
+            requires_approval?: boolean;
+            /** @description Empty: every lab may book this pool. */
+            allowed_labs?: number[];
+            is_active?: boolean;
+        };
+        NodePoolRequest: {
+            name: string;
+            slug: string;
+            instance_type: number;
+            region: string;
+            /** Format: int64 */
+            capacity: number;
+            /** Format: int64 */
+            granularity_minutes?: number;
+            /** Format: int64 */
+            min_duration_minutes?: number;
+            /** Format: int64 */
+            max_duration_minutes?: number;
+            /** Format: int64 */
+            max_days_ahead?: number;
+            /** Format: int64 */
+            provisioning_lead_minutes?: number;
+            /** Format: int64 */
+            teardown_grace_minutes?: number;
+            requires_approval?: boolean;
+            /** @description Empty: every lab may book this pool. */
+            allowed_labs?: number[];
+            is_active?: boolean;
+        };
+        PaginatedAuditEventList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["AuditEvent"][];
+        };
+        PaginatedBlackoutList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["Blackout"][];
+        };
+        PaginatedBookingList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["Booking"][];
+        };
+        PaginatedBusyBlockList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["BusyBlock"][];
+        };
+        PaginatedInstanceTypeList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["InstanceType"][];
+        };
+        PaginatedLabList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["Lab"][];
+        };
+        PaginatedMembershipList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["Membership"][];
+        };
+        PaginatedNodePoolList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["NodePool"][];
+        };
+        PaginatedProviderAccountList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["ProviderAccount"][];
+        };
+        PaginatedQuotaList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["Quota"][];
+        };
+        PaginatedQuotaRequestList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["QuotaRequest"][];
+        };
+        PatchedBlackoutRequest: {
+            pool?: number;
+            /** Format: date-time */
+            start?: string;
+            /** Format: date-time */
+            end?: string;
+            reason?: string;
+        };
+        PatchedInstanceTypeRequest: {
+            name?: string;
+            slug?: string;
+            provider_account?: number;
+            /** @description Provider size slug */
+            provider_size?: string;
+            image?: string;
+            gpu_vendor?: components["schemas"]["GpuVendorEnum"];
+            gpu_model?: string;
+            /** Format: int64 */
+            gpu_count?: number;
+            /** Format: int64 */
+            vram_gb_per_gpu?: number;
+            gpu_arch?: string;
+            /** Format: decimal */
+            price_per_hour?: string;
+            agent_profile?: string;
+            expected_baselines?: unknown;
+            is_active?: boolean;
+        };
+        PatchedMeRequest: {
+            /** Email address */
+            email?: string;
+            first_name?: string;
+            last_name?: string;
+            timezone?: components["schemas"]["TimezoneEnum"];
+            language?: components["schemas"]["LanguageEnum"];
+        };
+        PatchedMembershipUpdateRequest: {
+            role?: components["schemas"]["MembershipRoleEnum"];
+            /** Format: int64 */
+            max_hours_per_week?: number | null;
+            /** Format: int64 */
+            max_concurrent_bookings?: number | null;
+        };
+        PatchedNodePoolRequest: {
+            name?: string;
+            slug?: string;
+            instance_type?: number;
+            region?: string;
+            /** Format: int64 */
+            capacity?: number;
+            /** Format: int64 */
+            granularity_minutes?: number;
+            /** Format: int64 */
+            min_duration_minutes?: number;
+            /** Format: int64 */
+            max_duration_minutes?: number;
+            /** Format: int64 */
+            max_days_ahead?: number;
+            /** Format: int64 */
+            provisioning_lead_minutes?: number;
+            /** Format: int64 */
+            teardown_grace_minutes?: number;
+            requires_approval?: boolean;
+            /** @description Empty: every lab may book this pool. */
+            allowed_labs?: number[];
+            is_active?: boolean;
+        };
+        PatchedProviderAccountRequest: {
+            name?: string;
+            kind?: components["schemas"]["KindEnum"];
+            /** Format: uri */
+            api_base_url?: string;
+            token_env_var?: string;
+            is_active?: boolean;
+        };
+        ProviderAccount: {
+            readonly id: number;
+            name: string;
+            kind: components["schemas"]["KindEnum"];
+            /** Format: uri */
+            api_base_url?: string;
+            token_env_var: string;
+            readonly token_configured: boolean;
+            is_active?: boolean;
+        };
+        ProviderAccountRequest: {
+            name: string;
+            kind: components["schemas"]["KindEnum"];
+            /** Format: uri */
+            api_base_url?: string;
+            token_env_var: string;
+            is_active?: boolean;
+        };
+        Quota: {
+            readonly id: number;
+            readonly lab: components["schemas"]["LabSummary"];
+            instance_type: number;
+            readonly instance_type_name: string;
+            /**
+             * Format: date
+             * @description First day of the month
+             */
+            month: string;
+            /** Format: decimal */
+            gpu_hours: string;
+            /** Format: decimal */
+            readonly used_gpu_hours: string;
+            /** Format: decimal */
+            readonly committed_gpu_hours: string;
+            /** Format: decimal */
+            readonly remaining_gpu_hours: string;
+        };
+        QuotaRequest: {
+            readonly id: number;
+            lab: number;
+            readonly lab_detail: components["schemas"]["LabSummary"];
+            instance_type: number;
+            readonly instance_type_name: string;
+            /** Format: date */
+            month: string;
+            /**
+             * Format: decimal
+             * @description Additional GPU-hours requested
+             */
+            gpu_hours: string;
+            reason?: string;
+            readonly status: components["schemas"]["QuotaRequestStatusEnum"];
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            readonly requested_by: string;
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            readonly decided_by: string;
+            /** Format: date-time */
+            readonly decided_at: string | null;
+            readonly decision_reason: string;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        QuotaRequestRequest: {
+            lab: number;
+            instance_type: number;
+            /** Format: date */
+            month: string;
+            /**
+             * Format: decimal
+             * @description Additional GPU-hours requested
+             */
+            gpu_hours: string;
+            reason?: string;
+        };
+        /**
+         * @description * `pending` - Pending
+         *     * `approved` - Approved
+         *     * `rejected` - Rejected
+         * @enum {string}
+         */
+        QuotaRequestStatusEnum: "pending" | "approved" | "rejected";
+        QuotaWriteRequest: {
+            lab: number;
+            instance_type: number;
+            /** Format: date */
+            month: string;
+            /** Format: decimal */
+            gpu_hours: string;
+        };
+        ReasonRequest: {
+            /** @default  */
+            reason: string;
+        };
+        /**
+         * @description * `read` - Read
+         *     * `book` - Book
+         *     * `admin` - Administer
+         * @enum {string}
+         */
+        ScopesEnum: "read" | "book" | "admin";
+        SshKey: {
+            readonly id: number;
+            name: string;
+            public_key: string;
+            readonly fingerprint: string;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        SshKeyRequest: {
+            name: string;
+            public_key: string;
+        };
+        /**
+         * @description * `Africa/Abidjan` - Africa/Abidjan
+         *     * `Africa/Accra` - Africa/Accra
+         *     * `Africa/Addis_Ababa` - Africa/Addis_Ababa
+         *     * `Africa/Algiers` - Africa/Algiers
+         *     * `Africa/Asmara` - Africa/Asmara
+         *     * `Africa/Asmera` - Africa/Asmera
+         *     * `Africa/Bamako` - Africa/Bamako
+         *     * `Africa/Bangui` - Africa/Bangui
+         *     * `Africa/Banjul` - Africa/Banjul
+         *     * `Africa/Bissau` - Africa/Bissau
+         *     * `Africa/Blantyre` - Africa/Blantyre
+         *     * `Africa/Brazzaville` - Africa/Brazzaville
+         *     * `Africa/Bujumbura` - Africa/Bujumbura
+         *     * `Africa/Cairo` - Africa/Cairo
+         *     * `Africa/Casablanca` - Africa/Casablanca
+         *     * `Africa/Ceuta` - Africa/Ceuta
+         *     * `Africa/Conakry` - Africa/Conakry
+         *     * `Africa/Dakar` - Africa/Dakar
+         *     * `Africa/Dar_es_Salaam` - Africa/Dar_es_Salaam
+         *     * `Africa/Djibouti` - Africa/Djibouti
+         *     * `Africa/Douala` - Africa/Douala
+         *     * `Africa/El_Aaiun` - Africa/El_Aaiun
+         *     * `Africa/Freetown` - Africa/Freetown
+         *     * `Africa/Gaborone` - Africa/Gaborone
+         *     * `Africa/Harare` - Africa/Harare
+         *     * `Africa/Johannesburg` - Africa/Johannesburg
+         *     * `Africa/Juba` - Africa/Juba
+         *     * `Africa/Kampala` - Africa/Kampala
+         *     * `Africa/Khartoum` - Africa/Khartoum
+         *     * `Africa/Kigali` - Africa/Kigali
+         *     * `Africa/Kinshasa` - Africa/Kinshasa
+         *     * `Africa/Lagos` - Africa/Lagos
+         *     * `Africa/Libreville` - Africa/Libreville
+         *     * `Africa/Lome` - Africa/Lome
+         *     * `Africa/Luanda` - Africa/Luanda
+         *     * `Africa/Lubumbashi` - Africa/Lubumbashi
+         *     * `Africa/Lusaka` - Africa/Lusaka
+         *     * `Africa/Malabo` - Africa/Malabo
+         *     * `Africa/Maputo` - Africa/Maputo
+         *     * `Africa/Maseru` - Africa/Maseru
+         *     * `Africa/Mbabane` - Africa/Mbabane
+         *     * `Africa/Mogadishu` - Africa/Mogadishu
+         *     * `Africa/Monrovia` - Africa/Monrovia
+         *     * `Africa/Nairobi` - Africa/Nairobi
+         *     * `Africa/Ndjamena` - Africa/Ndjamena
+         *     * `Africa/Niamey` - Africa/Niamey
+         *     * `Africa/Nouakchott` - Africa/Nouakchott
+         *     * `Africa/Ouagadougou` - Africa/Ouagadougou
+         *     * `Africa/Porto-Novo` - Africa/Porto-Novo
+         *     * `Africa/Sao_Tome` - Africa/Sao_Tome
+         *     * `Africa/Timbuktu` - Africa/Timbuktu
+         *     * `Africa/Tripoli` - Africa/Tripoli
+         *     * `Africa/Tunis` - Africa/Tunis
+         *     * `Africa/Windhoek` - Africa/Windhoek
+         *     * `America/Adak` - America/Adak
+         *     * `America/Anchorage` - America/Anchorage
+         *     * `America/Anguilla` - America/Anguilla
+         *     * `America/Antigua` - America/Antigua
+         *     * `America/Araguaina` - America/Araguaina
+         *     * `America/Argentina/Buenos_Aires` - America/Argentina/Buenos_Aires
+         *     * `America/Argentina/Catamarca` - America/Argentina/Catamarca
+         *     * `America/Argentina/ComodRivadavia` - America/Argentina/ComodRivadavia
+         *     * `America/Argentina/Cordoba` - America/Argentina/Cordoba
+         *     * `America/Argentina/Jujuy` - America/Argentina/Jujuy
+         *     * `America/Argentina/La_Rioja` - America/Argentina/La_Rioja
+         *     * `America/Argentina/Mendoza` - America/Argentina/Mendoza
+         *     * `America/Argentina/Rio_Gallegos` - America/Argentina/Rio_Gallegos
+         *     * `America/Argentina/Salta` - America/Argentina/Salta
+         *     * `America/Argentina/San_Juan` - America/Argentina/San_Juan
+         *     * `America/Argentina/San_Luis` - America/Argentina/San_Luis
+         *     * `America/Argentina/Tucuman` - America/Argentina/Tucuman
+         *     * `America/Argentina/Ushuaia` - America/Argentina/Ushuaia
+         *     * `America/Aruba` - America/Aruba
+         *     * `America/Asuncion` - America/Asuncion
+         *     * `America/Atikokan` - America/Atikokan
+         *     * `America/Atka` - America/Atka
+         *     * `America/Bahia` - America/Bahia
+         *     * `America/Bahia_Banderas` - America/Bahia_Banderas
+         *     * `America/Barbados` - America/Barbados
+         *     * `America/Belem` - America/Belem
+         *     * `America/Belize` - America/Belize
+         *     * `America/Blanc-Sablon` - America/Blanc-Sablon
+         *     * `America/Boa_Vista` - America/Boa_Vista
+         *     * `America/Bogota` - America/Bogota
+         *     * `America/Boise` - America/Boise
+         *     * `America/Buenos_Aires` - America/Buenos_Aires
+         *     * `America/Cambridge_Bay` - America/Cambridge_Bay
+         *     * `America/Campo_Grande` - America/Campo_Grande
+         *     * `America/Cancun` - America/Cancun
+         *     * `America/Caracas` - America/Caracas
+         *     * `America/Catamarca` - America/Catamarca
+         *     * `America/Cayenne` - America/Cayenne
+         *     * `America/Cayman` - America/Cayman
+         *     * `America/Chicago` - America/Chicago
+         *     * `America/Chihuahua` - America/Chihuahua
+         *     * `America/Ciudad_Juarez` - America/Ciudad_Juarez
+         *     * `America/Coral_Harbour` - America/Coral_Harbour
+         *     * `America/Cordoba` - America/Cordoba
+         *     * `America/Costa_Rica` - America/Costa_Rica
+         *     * `America/Coyhaique` - America/Coyhaique
+         *     * `America/Creston` - America/Creston
+         *     * `America/Cuiaba` - America/Cuiaba
+         *     * `America/Curacao` - America/Curacao
+         *     * `America/Danmarkshavn` - America/Danmarkshavn
+         *     * `America/Dawson` - America/Dawson
+         *     * `America/Dawson_Creek` - America/Dawson_Creek
+         *     * `America/Denver` - America/Denver
+         *     * `America/Detroit` - America/Detroit
+         *     * `America/Dominica` - America/Dominica
+         *     * `America/Edmonton` - America/Edmonton
+         *     * `America/Eirunepe` - America/Eirunepe
+         *     * `America/El_Salvador` - America/El_Salvador
+         *     * `America/Ensenada` - America/Ensenada
+         *     * `America/Fort_Nelson` - America/Fort_Nelson
+         *     * `America/Fort_Wayne` - America/Fort_Wayne
+         *     * `America/Fortaleza` - America/Fortaleza
+         *     * `America/Glace_Bay` - America/Glace_Bay
+         *     * `America/Godthab` - America/Godthab
+         *     * `America/Goose_Bay` - America/Goose_Bay
+         *     * `America/Grand_Turk` - America/Grand_Turk
+         *     * `America/Grenada` - America/Grenada
+         *     * `America/Guadeloupe` - America/Guadeloupe
+         *     * `America/Guatemala` - America/Guatemala
+         *     * `America/Guayaquil` - America/Guayaquil
+         *     * `America/Guyana` - America/Guyana
+         *     * `America/Halifax` - America/Halifax
+         *     * `America/Havana` - America/Havana
+         *     * `America/Hermosillo` - America/Hermosillo
+         *     * `America/Indiana/Indianapolis` - America/Indiana/Indianapolis
+         *     * `America/Indiana/Knox` - America/Indiana/Knox
+         *     * `America/Indiana/Marengo` - America/Indiana/Marengo
+         *     * `America/Indiana/Petersburg` - America/Indiana/Petersburg
+         *     * `America/Indiana/Tell_City` - America/Indiana/Tell_City
+         *     * `America/Indiana/Vevay` - America/Indiana/Vevay
+         *     * `America/Indiana/Vincennes` - America/Indiana/Vincennes
+         *     * `America/Indiana/Winamac` - America/Indiana/Winamac
+         *     * `America/Indianapolis` - America/Indianapolis
+         *     * `America/Inuvik` - America/Inuvik
+         *     * `America/Iqaluit` - America/Iqaluit
+         *     * `America/Jamaica` - America/Jamaica
+         *     * `America/Jujuy` - America/Jujuy
+         *     * `America/Juneau` - America/Juneau
+         *     * `America/Kentucky/Louisville` - America/Kentucky/Louisville
+         *     * `America/Kentucky/Monticello` - America/Kentucky/Monticello
+         *     * `America/Knox_IN` - America/Knox_IN
+         *     * `America/Kralendijk` - America/Kralendijk
+         *     * `America/La_Paz` - America/La_Paz
+         *     * `America/Lima` - America/Lima
+         *     * `America/Los_Angeles` - America/Los_Angeles
+         *     * `America/Louisville` - America/Louisville
+         *     * `America/Lower_Princes` - America/Lower_Princes
+         *     * `America/Maceio` - America/Maceio
+         *     * `America/Managua` - America/Managua
+         *     * `America/Manaus` - America/Manaus
+         *     * `America/Marigot` - America/Marigot
+         *     * `America/Martinique` - America/Martinique
+         *     * `America/Matamoros` - America/Matamoros
+         *     * `America/Mazatlan` - America/Mazatlan
+         *     * `America/Mendoza` - America/Mendoza
+         *     * `America/Menominee` - America/Menominee
+         *     * `America/Merida` - America/Merida
+         *     * `America/Metlakatla` - America/Metlakatla
+         *     * `America/Mexico_City` - America/Mexico_City
+         *     * `America/Miquelon` - America/Miquelon
+         *     * `America/Moncton` - America/Moncton
+         *     * `America/Monterrey` - America/Monterrey
+         *     * `America/Montevideo` - America/Montevideo
+         *     * `America/Montreal` - America/Montreal
+         *     * `America/Montserrat` - America/Montserrat
+         *     * `America/Nassau` - America/Nassau
+         *     * `America/New_York` - America/New_York
+         *     * `America/Nipigon` - America/Nipigon
+         *     * `America/Nome` - America/Nome
+         *     * `America/Noronha` - America/Noronha
+         *     * `America/North_Dakota/Beulah` - America/North_Dakota/Beulah
+         *     * `America/North_Dakota/Center` - America/North_Dakota/Center
+         *     * `America/North_Dakota/New_Salem` - America/North_Dakota/New_Salem
+         *     * `America/Nuuk` - America/Nuuk
+         *     * `America/Ojinaga` - America/Ojinaga
+         *     * `America/Panama` - America/Panama
+         *     * `America/Pangnirtung` - America/Pangnirtung
+         *     * `America/Paramaribo` - America/Paramaribo
+         *     * `America/Phoenix` - America/Phoenix
+         *     * `America/Port-au-Prince` - America/Port-au-Prince
+         *     * `America/Port_of_Spain` - America/Port_of_Spain
+         *     * `America/Porto_Acre` - America/Porto_Acre
+         *     * `America/Porto_Velho` - America/Porto_Velho
+         *     * `America/Puerto_Rico` - America/Puerto_Rico
+         *     * `America/Punta_Arenas` - America/Punta_Arenas
+         *     * `America/Rainy_River` - America/Rainy_River
+         *     * `America/Rankin_Inlet` - America/Rankin_Inlet
+         *     * `America/Recife` - America/Recife
+         *     * `America/Regina` - America/Regina
+         *     * `America/Resolute` - America/Resolute
+         *     * `America/Rio_Branco` - America/Rio_Branco
+         *     * `America/Rosario` - America/Rosario
+         *     * `America/Santa_Isabel` - America/Santa_Isabel
+         *     * `America/Santarem` - America/Santarem
+         *     * `America/Santiago` - America/Santiago
+         *     * `America/Santo_Domingo` - America/Santo_Domingo
+         *     * `America/Sao_Paulo` - America/Sao_Paulo
+         *     * `America/Scoresbysund` - America/Scoresbysund
+         *     * `America/Shiprock` - America/Shiprock
+         *     * `America/Sitka` - America/Sitka
+         *     * `America/St_Barthelemy` - America/St_Barthelemy
+         *     * `America/St_Johns` - America/St_Johns
+         *     * `America/St_Kitts` - America/St_Kitts
+         *     * `America/St_Lucia` - America/St_Lucia
+         *     * `America/St_Thomas` - America/St_Thomas
+         *     * `America/St_Vincent` - America/St_Vincent
+         *     * `America/Swift_Current` - America/Swift_Current
+         *     * `America/Tegucigalpa` - America/Tegucigalpa
+         *     * `America/Thule` - America/Thule
+         *     * `America/Thunder_Bay` - America/Thunder_Bay
+         *     * `America/Tijuana` - America/Tijuana
+         *     * `America/Toronto` - America/Toronto
+         *     * `America/Tortola` - America/Tortola
+         *     * `America/Vancouver` - America/Vancouver
+         *     * `America/Virgin` - America/Virgin
+         *     * `America/Whitehorse` - America/Whitehorse
+         *     * `America/Winnipeg` - America/Winnipeg
+         *     * `America/Yakutat` - America/Yakutat
+         *     * `America/Yellowknife` - America/Yellowknife
+         *     * `Antarctica/Casey` - Antarctica/Casey
+         *     * `Antarctica/Davis` - Antarctica/Davis
+         *     * `Antarctica/DumontDUrville` - Antarctica/DumontDUrville
+         *     * `Antarctica/Macquarie` - Antarctica/Macquarie
+         *     * `Antarctica/Mawson` - Antarctica/Mawson
+         *     * `Antarctica/McMurdo` - Antarctica/McMurdo
+         *     * `Antarctica/Palmer` - Antarctica/Palmer
+         *     * `Antarctica/Rothera` - Antarctica/Rothera
+         *     * `Antarctica/South_Pole` - Antarctica/South_Pole
+         *     * `Antarctica/Syowa` - Antarctica/Syowa
+         *     * `Antarctica/Troll` - Antarctica/Troll
+         *     * `Antarctica/Vostok` - Antarctica/Vostok
+         *     * `Arctic/Longyearbyen` - Arctic/Longyearbyen
+         *     * `Asia/Aden` - Asia/Aden
+         *     * `Asia/Almaty` - Asia/Almaty
+         *     * `Asia/Amman` - Asia/Amman
+         *     * `Asia/Anadyr` - Asia/Anadyr
+         *     * `Asia/Aqtau` - Asia/Aqtau
+         *     * `Asia/Aqtobe` - Asia/Aqtobe
+         *     * `Asia/Ashgabat` - Asia/Ashgabat
+         *     * `Asia/Ashkhabad` - Asia/Ashkhabad
+         *     * `Asia/Atyrau` - Asia/Atyrau
+         *     * `Asia/Baghdad` - Asia/Baghdad
+         *     * `Asia/Bahrain` - Asia/Bahrain
+         *     * `Asia/Baku` - Asia/Baku
+         *     * `Asia/Bangkok` - Asia/Bangkok
+         *     * `Asia/Barnaul` - Asia/Barnaul
+         *     * `Asia/Beirut` - Asia/Beirut
+         *     * `Asia/Bishkek` - Asia/Bishkek
+         *     * `Asia/Brunei` - Asia/Brunei
+         *     * `Asia/Calcutta` - Asia/Calcutta
+         *     * `Asia/Chita` - Asia/Chita
+         *     * `Asia/Choibalsan` - Asia/Choibalsan
+         *     * `Asia/Chongqing` - Asia/Chongqing
+         *     * `Asia/Chungking` - Asia/Chungking
+         *     * `Asia/Colombo` - Asia/Colombo
+         *     * `Asia/Dacca` - Asia/Dacca
+         *     * `Asia/Damascus` - Asia/Damascus
+         *     * `Asia/Dhaka` - Asia/Dhaka
+         *     * `Asia/Dili` - Asia/Dili
+         *     * `Asia/Dubai` - Asia/Dubai
+         *     * `Asia/Dushanbe` - Asia/Dushanbe
+         *     * `Asia/Famagusta` - Asia/Famagusta
+         *     * `Asia/Gaza` - Asia/Gaza
+         *     * `Asia/Harbin` - Asia/Harbin
+         *     * `Asia/Hebron` - Asia/Hebron
+         *     * `Asia/Ho_Chi_Minh` - Asia/Ho_Chi_Minh
+         *     * `Asia/Hong_Kong` - Asia/Hong_Kong
+         *     * `Asia/Hovd` - Asia/Hovd
+         *     * `Asia/Irkutsk` - Asia/Irkutsk
+         *     * `Asia/Istanbul` - Asia/Istanbul
+         *     * `Asia/Jakarta` - Asia/Jakarta
+         *     * `Asia/Jayapura` - Asia/Jayapura
+         *     * `Asia/Jerusalem` - Asia/Jerusalem
+         *     * `Asia/Kabul` - Asia/Kabul
+         *     * `Asia/Kamchatka` - Asia/Kamchatka
+         *     * `Asia/Karachi` - Asia/Karachi
+         *     * `Asia/Kashgar` - Asia/Kashgar
+         *     * `Asia/Kathmandu` - Asia/Kathmandu
+         *     * `Asia/Katmandu` - Asia/Katmandu
+         *     * `Asia/Khandyga` - Asia/Khandyga
+         *     * `Asia/Kolkata` - Asia/Kolkata
+         *     * `Asia/Krasnoyarsk` - Asia/Krasnoyarsk
+         *     * `Asia/Kuala_Lumpur` - Asia/Kuala_Lumpur
+         *     * `Asia/Kuching` - Asia/Kuching
+         *     * `Asia/Kuwait` - Asia/Kuwait
+         *     * `Asia/Macao` - Asia/Macao
+         *     * `Asia/Macau` - Asia/Macau
+         *     * `Asia/Magadan` - Asia/Magadan
+         *     * `Asia/Makassar` - Asia/Makassar
+         *     * `Asia/Manila` - Asia/Manila
+         *     * `Asia/Muscat` - Asia/Muscat
+         *     * `Asia/Nicosia` - Asia/Nicosia
+         *     * `Asia/Novokuznetsk` - Asia/Novokuznetsk
+         *     * `Asia/Novosibirsk` - Asia/Novosibirsk
+         *     * `Asia/Omsk` - Asia/Omsk
+         *     * `Asia/Oral` - Asia/Oral
+         *     * `Asia/Phnom_Penh` - Asia/Phnom_Penh
+         *     * `Asia/Pontianak` - Asia/Pontianak
+         *     * `Asia/Pyongyang` - Asia/Pyongyang
+         *     * `Asia/Qatar` - Asia/Qatar
+         *     * `Asia/Qostanay` - Asia/Qostanay
+         *     * `Asia/Qyzylorda` - Asia/Qyzylorda
+         *     * `Asia/Rangoon` - Asia/Rangoon
+         *     * `Asia/Riyadh` - Asia/Riyadh
+         *     * `Asia/Saigon` - Asia/Saigon
+         *     * `Asia/Sakhalin` - Asia/Sakhalin
+         *     * `Asia/Samarkand` - Asia/Samarkand
+         *     * `Asia/Seoul` - Asia/Seoul
+         *     * `Asia/Shanghai` - Asia/Shanghai
+         *     * `Asia/Singapore` - Asia/Singapore
+         *     * `Asia/Srednekolymsk` - Asia/Srednekolymsk
+         *     * `Asia/Taipei` - Asia/Taipei
+         *     * `Asia/Tashkent` - Asia/Tashkent
+         *     * `Asia/Tbilisi` - Asia/Tbilisi
+         *     * `Asia/Tehran` - Asia/Tehran
+         *     * `Asia/Tel_Aviv` - Asia/Tel_Aviv
+         *     * `Asia/Thimbu` - Asia/Thimbu
+         *     * `Asia/Thimphu` - Asia/Thimphu
+         *     * `Asia/Tokyo` - Asia/Tokyo
+         *     * `Asia/Tomsk` - Asia/Tomsk
+         *     * `Asia/Ujung_Pandang` - Asia/Ujung_Pandang
+         *     * `Asia/Ulaanbaatar` - Asia/Ulaanbaatar
+         *     * `Asia/Ulan_Bator` - Asia/Ulan_Bator
+         *     * `Asia/Urumqi` - Asia/Urumqi
+         *     * `Asia/Ust-Nera` - Asia/Ust-Nera
+         *     * `Asia/Vientiane` - Asia/Vientiane
+         *     * `Asia/Vladivostok` - Asia/Vladivostok
+         *     * `Asia/Yakutsk` - Asia/Yakutsk
+         *     * `Asia/Yangon` - Asia/Yangon
+         *     * `Asia/Yekaterinburg` - Asia/Yekaterinburg
+         *     * `Asia/Yerevan` - Asia/Yerevan
+         *     * `Atlantic/Azores` - Atlantic/Azores
+         *     * `Atlantic/Bermuda` - Atlantic/Bermuda
+         *     * `Atlantic/Canary` - Atlantic/Canary
+         *     * `Atlantic/Cape_Verde` - Atlantic/Cape_Verde
+         *     * `Atlantic/Faeroe` - Atlantic/Faeroe
+         *     * `Atlantic/Faroe` - Atlantic/Faroe
+         *     * `Atlantic/Jan_Mayen` - Atlantic/Jan_Mayen
+         *     * `Atlantic/Madeira` - Atlantic/Madeira
+         *     * `Atlantic/Reykjavik` - Atlantic/Reykjavik
+         *     * `Atlantic/South_Georgia` - Atlantic/South_Georgia
+         *     * `Atlantic/St_Helena` - Atlantic/St_Helena
+         *     * `Atlantic/Stanley` - Atlantic/Stanley
+         *     * `Australia/ACT` - Australia/ACT
+         *     * `Australia/Adelaide` - Australia/Adelaide
+         *     * `Australia/Brisbane` - Australia/Brisbane
+         *     * `Australia/Broken_Hill` - Australia/Broken_Hill
+         *     * `Australia/Canberra` - Australia/Canberra
+         *     * `Australia/Currie` - Australia/Currie
+         *     * `Australia/Darwin` - Australia/Darwin
+         *     * `Australia/Eucla` - Australia/Eucla
+         *     * `Australia/Hobart` - Australia/Hobart
+         *     * `Australia/LHI` - Australia/LHI
+         *     * `Australia/Lindeman` - Australia/Lindeman
+         *     * `Australia/Lord_Howe` - Australia/Lord_Howe
+         *     * `Australia/Melbourne` - Australia/Melbourne
+         *     * `Australia/NSW` - Australia/NSW
+         *     * `Australia/North` - Australia/North
+         *     * `Australia/Perth` - Australia/Perth
+         *     * `Australia/Queensland` - Australia/Queensland
+         *     * `Australia/South` - Australia/South
+         *     * `Australia/Sydney` - Australia/Sydney
+         *     * `Australia/Tasmania` - Australia/Tasmania
+         *     * `Australia/Victoria` - Australia/Victoria
+         *     * `Australia/West` - Australia/West
+         *     * `Australia/Yancowinna` - Australia/Yancowinna
+         *     * `Brazil/Acre` - Brazil/Acre
+         *     * `Brazil/DeNoronha` - Brazil/DeNoronha
+         *     * `Brazil/East` - Brazil/East
+         *     * `Brazil/West` - Brazil/West
+         *     * `CET` - CET
+         *     * `CST6CDT` - CST6CDT
+         *     * `Canada/Atlantic` - Canada/Atlantic
+         *     * `Canada/Central` - Canada/Central
+         *     * `Canada/Eastern` - Canada/Eastern
+         *     * `Canada/Mountain` - Canada/Mountain
+         *     * `Canada/Newfoundland` - Canada/Newfoundland
+         *     * `Canada/Pacific` - Canada/Pacific
+         *     * `Canada/Saskatchewan` - Canada/Saskatchewan
+         *     * `Canada/Yukon` - Canada/Yukon
+         *     * `Chile/Continental` - Chile/Continental
+         *     * `Chile/EasterIsland` - Chile/EasterIsland
+         *     * `Cuba` - Cuba
+         *     * `EET` - EET
+         *     * `EST` - EST
+         *     * `EST5EDT` - EST5EDT
+         *     * `Egypt` - Egypt
+         *     * `Eire` - Eire
+         *     * `Etc/GMT` - Etc/GMT
+         *     * `Etc/GMT+0` - Etc/GMT+0
+         *     * `Etc/GMT+1` - Etc/GMT+1
+         *     * `Etc/GMT+10` - Etc/GMT+10
+         *     * `Etc/GMT+11` - Etc/GMT+11
+         *     * `Etc/GMT+12` - Etc/GMT+12
+         *     * `Etc/GMT+2` - Etc/GMT+2
+         *     * `Etc/GMT+3` - Etc/GMT+3
+         *     * `Etc/GMT+4` - Etc/GMT+4
+         *     * `Etc/GMT+5` - Etc/GMT+5
+         *     * `Etc/GMT+6` - Etc/GMT+6
+         *     * `Etc/GMT+7` - Etc/GMT+7
+         *     * `Etc/GMT+8` - Etc/GMT+8
+         *     * `Etc/GMT+9` - Etc/GMT+9
+         *     * `Etc/GMT-0` - Etc/GMT-0
+         *     * `Etc/GMT-1` - Etc/GMT-1
+         *     * `Etc/GMT-10` - Etc/GMT-10
+         *     * `Etc/GMT-11` - Etc/GMT-11
+         *     * `Etc/GMT-12` - Etc/GMT-12
+         *     * `Etc/GMT-13` - Etc/GMT-13
+         *     * `Etc/GMT-14` - Etc/GMT-14
+         *     * `Etc/GMT-2` - Etc/GMT-2
+         *     * `Etc/GMT-3` - Etc/GMT-3
+         *     * `Etc/GMT-4` - Etc/GMT-4
+         *     * `Etc/GMT-5` - Etc/GMT-5
+         *     * `Etc/GMT-6` - Etc/GMT-6
+         *     * `Etc/GMT-7` - Etc/GMT-7
+         *     * `Etc/GMT-8` - Etc/GMT-8
+         *     * `Etc/GMT-9` - Etc/GMT-9
+         *     * `Etc/GMT0` - Etc/GMT0
+         *     * `Etc/Greenwich` - Etc/Greenwich
+         *     * `Etc/UCT` - Etc/UCT
+         *     * `Etc/UTC` - Etc/UTC
+         *     * `Etc/Universal` - Etc/Universal
+         *     * `Etc/Zulu` - Etc/Zulu
+         *     * `Europe/Amsterdam` - Europe/Amsterdam
+         *     * `Europe/Andorra` - Europe/Andorra
+         *     * `Europe/Astrakhan` - Europe/Astrakhan
+         *     * `Europe/Athens` - Europe/Athens
+         *     * `Europe/Belfast` - Europe/Belfast
+         *     * `Europe/Belgrade` - Europe/Belgrade
+         *     * `Europe/Berlin` - Europe/Berlin
+         *     * `Europe/Bratislava` - Europe/Bratislava
+         *     * `Europe/Brussels` - Europe/Brussels
+         *     * `Europe/Bucharest` - Europe/Bucharest
+         *     * `Europe/Budapest` - Europe/Budapest
+         *     * `Europe/Busingen` - Europe/Busingen
+         *     * `Europe/Chisinau` - Europe/Chisinau
+         *     * `Europe/Copenhagen` - Europe/Copenhagen
+         *     * `Europe/Dublin` - Europe/Dublin
+         *     * `Europe/Gibraltar` - Europe/Gibraltar
+         *     * `Europe/Guernsey` - Europe/Guernsey
+         *     * `Europe/Helsinki` - Europe/Helsinki
+         *     * `Europe/Isle_of_Man` - Europe/Isle_of_Man
+         *     * `Europe/Istanbul` - Europe/Istanbul
+         *     * `Europe/Jersey` - Europe/Jersey
+         *     * `Europe/Kaliningrad` - Europe/Kaliningrad
+         *     * `Europe/Kiev` - Europe/Kiev
+         *     * `Europe/Kirov` - Europe/Kirov
+         *     * `Europe/Kyiv` - Europe/Kyiv
+         *     * `Europe/Lisbon` - Europe/Lisbon
+         *     * `Europe/Ljubljana` - Europe/Ljubljana
+         *     * `Europe/London` - Europe/London
+         *     * `Europe/Luxembourg` - Europe/Luxembourg
+         *     * `Europe/Madrid` - Europe/Madrid
+         *     * `Europe/Malta` - Europe/Malta
+         *     * `Europe/Mariehamn` - Europe/Mariehamn
+         *     * `Europe/Minsk` - Europe/Minsk
+         *     * `Europe/Monaco` - Europe/Monaco
+         *     * `Europe/Moscow` - Europe/Moscow
+         *     * `Europe/Nicosia` - Europe/Nicosia
+         *     * `Europe/Oslo` - Europe/Oslo
+         *     * `Europe/Paris` - Europe/Paris
+         *     * `Europe/Podgorica` - Europe/Podgorica
+         *     * `Europe/Prague` - Europe/Prague
+         *     * `Europe/Riga` - Europe/Riga
+         *     * `Europe/Rome` - Europe/Rome
+         *     * `Europe/Samara` - Europe/Samara
+         *     * `Europe/San_Marino` - Europe/San_Marino
+         *     * `Europe/Sarajevo` - Europe/Sarajevo
+         *     * `Europe/Saratov` - Europe/Saratov
+         *     * `Europe/Simferopol` - Europe/Simferopol
+         *     * `Europe/Skopje` - Europe/Skopje
+         *     * `Europe/Sofia` - Europe/Sofia
+         *     * `Europe/Stockholm` - Europe/Stockholm
+         *     * `Europe/Tallinn` - Europe/Tallinn
+         *     * `Europe/Tirane` - Europe/Tirane
+         *     * `Europe/Tiraspol` - Europe/Tiraspol
+         *     * `Europe/Ulyanovsk` - Europe/Ulyanovsk
+         *     * `Europe/Uzhgorod` - Europe/Uzhgorod
+         *     * `Europe/Vaduz` - Europe/Vaduz
+         *     * `Europe/Vatican` - Europe/Vatican
+         *     * `Europe/Vienna` - Europe/Vienna
+         *     * `Europe/Vilnius` - Europe/Vilnius
+         *     * `Europe/Volgograd` - Europe/Volgograd
+         *     * `Europe/Warsaw` - Europe/Warsaw
+         *     * `Europe/Zagreb` - Europe/Zagreb
+         *     * `Europe/Zaporozhye` - Europe/Zaporozhye
+         *     * `Europe/Zurich` - Europe/Zurich
+         *     * `Factory` - Factory
+         *     * `GB` - GB
+         *     * `GB-Eire` - GB-Eire
+         *     * `GMT` - GMT
+         *     * `GMT+0` - GMT+0
+         *     * `GMT-0` - GMT-0
+         *     * `GMT0` - GMT0
+         *     * `Greenwich` - Greenwich
+         *     * `HST` - HST
+         *     * `Hongkong` - Hongkong
+         *     * `Iceland` - Iceland
+         *     * `Indian/Antananarivo` - Indian/Antananarivo
+         *     * `Indian/Chagos` - Indian/Chagos
+         *     * `Indian/Christmas` - Indian/Christmas
+         *     * `Indian/Cocos` - Indian/Cocos
+         *     * `Indian/Comoro` - Indian/Comoro
+         *     * `Indian/Kerguelen` - Indian/Kerguelen
+         *     * `Indian/Mahe` - Indian/Mahe
+         *     * `Indian/Maldives` - Indian/Maldives
+         *     * `Indian/Mauritius` - Indian/Mauritius
+         *     * `Indian/Mayotte` - Indian/Mayotte
+         *     * `Indian/Reunion` - Indian/Reunion
+         *     * `Iran` - Iran
+         *     * `Israel` - Israel
+         *     * `Jamaica` - Jamaica
+         *     * `Japan` - Japan
+         *     * `Kwajalein` - Kwajalein
+         *     * `Libya` - Libya
+         *     * `MET` - MET
+         *     * `MST` - MST
+         *     * `MST7MDT` - MST7MDT
+         *     * `Mexico/BajaNorte` - Mexico/BajaNorte
+         *     * `Mexico/BajaSur` - Mexico/BajaSur
+         *     * `Mexico/General` - Mexico/General
+         *     * `NZ` - NZ
+         *     * `NZ-CHAT` - NZ-CHAT
+         *     * `Navajo` - Navajo
+         *     * `PRC` - PRC
+         *     * `PST8PDT` - PST8PDT
+         *     * `Pacific/Apia` - Pacific/Apia
+         *     * `Pacific/Auckland` - Pacific/Auckland
+         *     * `Pacific/Bougainville` - Pacific/Bougainville
+         *     * `Pacific/Chatham` - Pacific/Chatham
+         *     * `Pacific/Chuuk` - Pacific/Chuuk
+         *     * `Pacific/Easter` - Pacific/Easter
+         *     * `Pacific/Efate` - Pacific/Efate
+         *     * `Pacific/Enderbury` - Pacific/Enderbury
+         *     * `Pacific/Fakaofo` - Pacific/Fakaofo
+         *     * `Pacific/Fiji` - Pacific/Fiji
+         *     * `Pacific/Funafuti` - Pacific/Funafuti
+         *     * `Pacific/Galapagos` - Pacific/Galapagos
+         *     * `Pacific/Gambier` - Pacific/Gambier
+         *     * `Pacific/Guadalcanal` - Pacific/Guadalcanal
+         *     * `Pacific/Guam` - Pacific/Guam
+         *     * `Pacific/Honolulu` - Pacific/Honolulu
+         *     * `Pacific/Johnston` - Pacific/Johnston
+         *     * `Pacific/Kanton` - Pacific/Kanton
+         *     * `Pacific/Kiritimati` - Pacific/Kiritimati
+         *     * `Pacific/Kosrae` - Pacific/Kosrae
+         *     * `Pacific/Kwajalein` - Pacific/Kwajalein
+         *     * `Pacific/Majuro` - Pacific/Majuro
+         *     * `Pacific/Marquesas` - Pacific/Marquesas
+         *     * `Pacific/Midway` - Pacific/Midway
+         *     * `Pacific/Nauru` - Pacific/Nauru
+         *     * `Pacific/Niue` - Pacific/Niue
+         *     * `Pacific/Norfolk` - Pacific/Norfolk
+         *     * `Pacific/Noumea` - Pacific/Noumea
+         *     * `Pacific/Pago_Pago` - Pacific/Pago_Pago
+         *     * `Pacific/Palau` - Pacific/Palau
+         *     * `Pacific/Pitcairn` - Pacific/Pitcairn
+         *     * `Pacific/Pohnpei` - Pacific/Pohnpei
+         *     * `Pacific/Ponape` - Pacific/Ponape
+         *     * `Pacific/Port_Moresby` - Pacific/Port_Moresby
+         *     * `Pacific/Rarotonga` - Pacific/Rarotonga
+         *     * `Pacific/Saipan` - Pacific/Saipan
+         *     * `Pacific/Samoa` - Pacific/Samoa
+         *     * `Pacific/Tahiti` - Pacific/Tahiti
+         *     * `Pacific/Tarawa` - Pacific/Tarawa
+         *     * `Pacific/Tongatapu` - Pacific/Tongatapu
+         *     * `Pacific/Truk` - Pacific/Truk
+         *     * `Pacific/Wake` - Pacific/Wake
+         *     * `Pacific/Wallis` - Pacific/Wallis
+         *     * `Pacific/Yap` - Pacific/Yap
+         *     * `Poland` - Poland
+         *     * `Portugal` - Portugal
+         *     * `ROC` - ROC
+         *     * `ROK` - ROK
+         *     * `Singapore` - Singapore
+         *     * `Turkey` - Turkey
+         *     * `UCT` - UCT
+         *     * `US/Alaska` - US/Alaska
+         *     * `US/Aleutian` - US/Aleutian
+         *     * `US/Arizona` - US/Arizona
+         *     * `US/Central` - US/Central
+         *     * `US/East-Indiana` - US/East-Indiana
+         *     * `US/Eastern` - US/Eastern
+         *     * `US/Hawaii` - US/Hawaii
+         *     * `US/Indiana-Starke` - US/Indiana-Starke
+         *     * `US/Michigan` - US/Michigan
+         *     * `US/Mountain` - US/Mountain
+         *     * `US/Pacific` - US/Pacific
+         *     * `US/Samoa` - US/Samoa
+         *     * `UTC` - UTC
+         *     * `Universal` - Universal
+         *     * `W-SU` - W-SU
+         *     * `WET` - WET
+         *     * `Zulu` - Zulu
+         *     * `localtime` - localtime
+         * @enum {string}
+         */
+        TimezoneEnum: "Africa/Abidjan" | "Africa/Accra" | "Africa/Addis_Ababa" | "Africa/Algiers" | "Africa/Asmara" | "Africa/Asmera" | "Africa/Bamako" | "Africa/Bangui" | "Africa/Banjul" | "Africa/Bissau" | "Africa/Blantyre" | "Africa/Brazzaville" | "Africa/Bujumbura" | "Africa/Cairo" | "Africa/Casablanca" | "Africa/Ceuta" | "Africa/Conakry" | "Africa/Dakar" | "Africa/Dar_es_Salaam" | "Africa/Djibouti" | "Africa/Douala" | "Africa/El_Aaiun" | "Africa/Freetown" | "Africa/Gaborone" | "Africa/Harare" | "Africa/Johannesburg" | "Africa/Juba" | "Africa/Kampala" | "Africa/Khartoum" | "Africa/Kigali" | "Africa/Kinshasa" | "Africa/Lagos" | "Africa/Libreville" | "Africa/Lome" | "Africa/Luanda" | "Africa/Lubumbashi" | "Africa/Lusaka" | "Africa/Malabo" | "Africa/Maputo" | "Africa/Maseru" | "Africa/Mbabane" | "Africa/Mogadishu" | "Africa/Monrovia" | "Africa/Nairobi" | "Africa/Ndjamena" | "Africa/Niamey" | "Africa/Nouakchott" | "Africa/Ouagadougou" | "Africa/Porto-Novo" | "Africa/Sao_Tome" | "Africa/Timbuktu" | "Africa/Tripoli" | "Africa/Tunis" | "Africa/Windhoek" | "America/Adak" | "America/Anchorage" | "America/Anguilla" | "America/Antigua" | "America/Araguaina" | "America/Argentina/Buenos_Aires" | "America/Argentina/Catamarca" | "America/Argentina/ComodRivadavia" | "America/Argentina/Cordoba" | "America/Argentina/Jujuy" | "America/Argentina/La_Rioja" | "America/Argentina/Mendoza" | "America/Argentina/Rio_Gallegos" | "America/Argentina/Salta" | "America/Argentina/San_Juan" | "America/Argentina/San_Luis" | "America/Argentina/Tucuman" | "America/Argentina/Ushuaia" | "America/Aruba" | "America/Asuncion" | "America/Atikokan" | "America/Atka" | "America/Bahia" | "America/Bahia_Banderas" | "America/Barbados" | "America/Belem" | "America/Belize" | "America/Blanc-Sablon" | "America/Boa_Vista" | "America/Bogota" | "America/Boise" | "America/Buenos_Aires" | "America/Cambridge_Bay" | "America/Campo_Grande" | "America/Cancun" | "America/Caracas" | "America/Catamarca" | "America/Cayenne" | "America/Cayman" | "America/Chicago" | "America/Chihuahua" | "America/Ciudad_Juarez" | "America/Coral_Harbour" | "America/Cordoba" | "America/Costa_Rica" | "America/Coyhaique" | "America/Creston" | "America/Cuiaba" | "America/Curacao" | "America/Danmarkshavn" | "America/Dawson" | "America/Dawson_Creek" | "America/Denver" | "America/Detroit" | "America/Dominica" | "America/Edmonton" | "America/Eirunepe" | "America/El_Salvador" | "America/Ensenada" | "America/Fort_Nelson" | "America/Fort_Wayne" | "America/Fortaleza" | "America/Glace_Bay" | "America/Godthab" | "America/Goose_Bay" | "America/Grand_Turk" | "America/Grenada" | "America/Guadeloupe" | "America/Guatemala" | "America/Guayaquil" | "America/Guyana" | "America/Halifax" | "America/Havana" | "America/Hermosillo" | "America/Indiana/Indianapolis" | "America/Indiana/Knox" | "America/Indiana/Marengo" | "America/Indiana/Petersburg" | "America/Indiana/Tell_City" | "America/Indiana/Vevay" | "America/Indiana/Vincennes" | "America/Indiana/Winamac" | "America/Indianapolis" | "America/Inuvik" | "America/Iqaluit" | "America/Jamaica" | "America/Jujuy" | "America/Juneau" | "America/Kentucky/Louisville" | "America/Kentucky/Monticello" | "America/Knox_IN" | "America/Kralendijk" | "America/La_Paz" | "America/Lima" | "America/Los_Angeles" | "America/Louisville" | "America/Lower_Princes" | "America/Maceio" | "America/Managua" | "America/Manaus" | "America/Marigot" | "America/Martinique" | "America/Matamoros" | "America/Mazatlan" | "America/Mendoza" | "America/Menominee" | "America/Merida" | "America/Metlakatla" | "America/Mexico_City" | "America/Miquelon" | "America/Moncton" | "America/Monterrey" | "America/Montevideo" | "America/Montreal" | "America/Montserrat" | "America/Nassau" | "America/New_York" | "America/Nipigon" | "America/Nome" | "America/Noronha" | "America/North_Dakota/Beulah" | "America/North_Dakota/Center" | "America/North_Dakota/New_Salem" | "America/Nuuk" | "America/Ojinaga" | "America/Panama" | "America/Pangnirtung" | "America/Paramaribo" | "America/Phoenix" | "America/Port-au-Prince" | "America/Port_of_Spain" | "America/Porto_Acre" | "America/Porto_Velho" | "America/Puerto_Rico" | "America/Punta_Arenas" | "America/Rainy_River" | "America/Rankin_Inlet" | "America/Recife" | "America/Regina" | "America/Resolute" | "America/Rio_Branco" | "America/Rosario" | "America/Santa_Isabel" | "America/Santarem" | "America/Santiago" | "America/Santo_Domingo" | "America/Sao_Paulo" | "America/Scoresbysund" | "America/Shiprock" | "America/Sitka" | "America/St_Barthelemy" | "America/St_Johns" | "America/St_Kitts" | "America/St_Lucia" | "America/St_Thomas" | "America/St_Vincent" | "America/Swift_Current" | "America/Tegucigalpa" | "America/Thule" | "America/Thunder_Bay" | "America/Tijuana" | "America/Toronto" | "America/Tortola" | "America/Vancouver" | "America/Virgin" | "America/Whitehorse" | "America/Winnipeg" | "America/Yakutat" | "America/Yellowknife" | "Antarctica/Casey" | "Antarctica/Davis" | "Antarctica/DumontDUrville" | "Antarctica/Macquarie" | "Antarctica/Mawson" | "Antarctica/McMurdo" | "Antarctica/Palmer" | "Antarctica/Rothera" | "Antarctica/South_Pole" | "Antarctica/Syowa" | "Antarctica/Troll" | "Antarctica/Vostok" | "Arctic/Longyearbyen" | "Asia/Aden" | "Asia/Almaty" | "Asia/Amman" | "Asia/Anadyr" | "Asia/Aqtau" | "Asia/Aqtobe" | "Asia/Ashgabat" | "Asia/Ashkhabad" | "Asia/Atyrau" | "Asia/Baghdad" | "Asia/Bahrain" | "Asia/Baku" | "Asia/Bangkok" | "Asia/Barnaul" | "Asia/Beirut" | "Asia/Bishkek" | "Asia/Brunei" | "Asia/Calcutta" | "Asia/Chita" | "Asia/Choibalsan" | "Asia/Chongqing" | "Asia/Chungking" | "Asia/Colombo" | "Asia/Dacca" | "Asia/Damascus" | "Asia/Dhaka" | "Asia/Dili" | "Asia/Dubai" | "Asia/Dushanbe" | "Asia/Famagusta" | "Asia/Gaza" | "Asia/Harbin" | "Asia/Hebron" | "Asia/Ho_Chi_Minh" | "Asia/Hong_Kong" | "Asia/Hovd" | "Asia/Irkutsk" | "Asia/Istanbul" | "Asia/Jakarta" | "Asia/Jayapura" | "Asia/Jerusalem" | "Asia/Kabul" | "Asia/Kamchatka" | "Asia/Karachi" | "Asia/Kashgar" | "Asia/Kathmandu" | "Asia/Katmandu" | "Asia/Khandyga" | "Asia/Kolkata" | "Asia/Krasnoyarsk" | "Asia/Kuala_Lumpur" | "Asia/Kuching" | "Asia/Kuwait" | "Asia/Macao" | "Asia/Macau" | "Asia/Magadan" | "Asia/Makassar" | "Asia/Manila" | "Asia/Muscat" | "Asia/Nicosia" | "Asia/Novokuznetsk" | "Asia/Novosibirsk" | "Asia/Omsk" | "Asia/Oral" | "Asia/Phnom_Penh" | "Asia/Pontianak" | "Asia/Pyongyang" | "Asia/Qatar" | "Asia/Qostanay" | "Asia/Qyzylorda" | "Asia/Rangoon" | "Asia/Riyadh" | "Asia/Saigon" | "Asia/Sakhalin" | "Asia/Samarkand" | "Asia/Seoul" | "Asia/Shanghai" | "Asia/Singapore" | "Asia/Srednekolymsk" | "Asia/Taipei" | "Asia/Tashkent" | "Asia/Tbilisi" | "Asia/Tehran" | "Asia/Tel_Aviv" | "Asia/Thimbu" | "Asia/Thimphu" | "Asia/Tokyo" | "Asia/Tomsk" | "Asia/Ujung_Pandang" | "Asia/Ulaanbaatar" | "Asia/Ulan_Bator" | "Asia/Urumqi" | "Asia/Ust-Nera" | "Asia/Vientiane" | "Asia/Vladivostok" | "Asia/Yakutsk" | "Asia/Yangon" | "Asia/Yekaterinburg" | "Asia/Yerevan" | "Atlantic/Azores" | "Atlantic/Bermuda" | "Atlantic/Canary" | "Atlantic/Cape_Verde" | "Atlantic/Faeroe" | "Atlantic/Faroe" | "Atlantic/Jan_Mayen" | "Atlantic/Madeira" | "Atlantic/Reykjavik" | "Atlantic/South_Georgia" | "Atlantic/St_Helena" | "Atlantic/Stanley" | "Australia/ACT" | "Australia/Adelaide" | "Australia/Brisbane" | "Australia/Broken_Hill" | "Australia/Canberra" | "Australia/Currie" | "Australia/Darwin" | "Australia/Eucla" | "Australia/Hobart" | "Australia/LHI" | "Australia/Lindeman" | "Australia/Lord_Howe" | "Australia/Melbourne" | "Australia/NSW" | "Australia/North" | "Australia/Perth" | "Australia/Queensland" | "Australia/South" | "Australia/Sydney" | "Australia/Tasmania" | "Australia/Victoria" | "Australia/West" | "Australia/Yancowinna" | "Brazil/Acre" | "Brazil/DeNoronha" | "Brazil/East" | "Brazil/West" | "CET" | "CST6CDT" | "Canada/Atlantic" | "Canada/Central" | "Canada/Eastern" | "Canada/Mountain" | "Canada/Newfoundland" | "Canada/Pacific" | "Canada/Saskatchewan" | "Canada/Yukon" | "Chile/Continental" | "Chile/EasterIsland" | "Cuba" | "EET" | "EST" | "EST5EDT" | "Egypt" | "Eire" | "Etc/GMT" | "Etc/GMT+0" | "Etc/GMT+1" | "Etc/GMT+10" | "Etc/GMT+11" | "Etc/GMT+12" | "Etc/GMT+2" | "Etc/GMT+3" | "Etc/GMT+4" | "Etc/GMT+5" | "Etc/GMT+6" | "Etc/GMT+7" | "Etc/GMT+8" | "Etc/GMT+9" | "Etc/GMT-0" | "Etc/GMT-1" | "Etc/GMT-10" | "Etc/GMT-11" | "Etc/GMT-12" | "Etc/GMT-13" | "Etc/GMT-14" | "Etc/GMT-2" | "Etc/GMT-3" | "Etc/GMT-4" | "Etc/GMT-5" | "Etc/GMT-6" | "Etc/GMT-7" | "Etc/GMT-8" | "Etc/GMT-9" | "Etc/GMT0" | "Etc/Greenwich" | "Etc/UCT" | "Etc/UTC" | "Etc/Universal" | "Etc/Zulu" | "Europe/Amsterdam" | "Europe/Andorra" | "Europe/Astrakhan" | "Europe/Athens" | "Europe/Belfast" | "Europe/Belgrade" | "Europe/Berlin" | "Europe/Bratislava" | "Europe/Brussels" | "Europe/Bucharest" | "Europe/Budapest" | "Europe/Busingen" | "Europe/Chisinau" | "Europe/Copenhagen" | "Europe/Dublin" | "Europe/Gibraltar" | "Europe/Guernsey" | "Europe/Helsinki" | "Europe/Isle_of_Man" | "Europe/Istanbul" | "Europe/Jersey" | "Europe/Kaliningrad" | "Europe/Kiev" | "Europe/Kirov" | "Europe/Kyiv" | "Europe/Lisbon" | "Europe/Ljubljana" | "Europe/London" | "Europe/Luxembourg" | "Europe/Madrid" | "Europe/Malta" | "Europe/Mariehamn" | "Europe/Minsk" | "Europe/Monaco" | "Europe/Moscow" | "Europe/Nicosia" | "Europe/Oslo" | "Europe/Paris" | "Europe/Podgorica" | "Europe/Prague" | "Europe/Riga" | "Europe/Rome" | "Europe/Samara" | "Europe/San_Marino" | "Europe/Sarajevo" | "Europe/Saratov" | "Europe/Simferopol" | "Europe/Skopje" | "Europe/Sofia" | "Europe/Stockholm" | "Europe/Tallinn" | "Europe/Tirane" | "Europe/Tiraspol" | "Europe/Ulyanovsk" | "Europe/Uzhgorod" | "Europe/Vaduz" | "Europe/Vatican" | "Europe/Vienna" | "Europe/Vilnius" | "Europe/Volgograd" | "Europe/Warsaw" | "Europe/Zagreb" | "Europe/Zaporozhye" | "Europe/Zurich" | "Factory" | "GB" | "GB-Eire" | "GMT" | "GMT+0" | "GMT-0" | "GMT0" | "Greenwich" | "HST" | "Hongkong" | "Iceland" | "Indian/Antananarivo" | "Indian/Chagos" | "Indian/Christmas" | "Indian/Cocos" | "Indian/Comoro" | "Indian/Kerguelen" | "Indian/Mahe" | "Indian/Maldives" | "Indian/Mauritius" | "Indian/Mayotte" | "Indian/Reunion" | "Iran" | "Israel" | "Jamaica" | "Japan" | "Kwajalein" | "Libya" | "MET" | "MST" | "MST7MDT" | "Mexico/BajaNorte" | "Mexico/BajaSur" | "Mexico/General" | "NZ" | "NZ-CHAT" | "Navajo" | "PRC" | "PST8PDT" | "Pacific/Apia" | "Pacific/Auckland" | "Pacific/Bougainville" | "Pacific/Chatham" | "Pacific/Chuuk" | "Pacific/Easter" | "Pacific/Efate" | "Pacific/Enderbury" | "Pacific/Fakaofo" | "Pacific/Fiji" | "Pacific/Funafuti" | "Pacific/Galapagos" | "Pacific/Gambier" | "Pacific/Guadalcanal" | "Pacific/Guam" | "Pacific/Honolulu" | "Pacific/Johnston" | "Pacific/Kanton" | "Pacific/Kiritimati" | "Pacific/Kosrae" | "Pacific/Kwajalein" | "Pacific/Majuro" | "Pacific/Marquesas" | "Pacific/Midway" | "Pacific/Nauru" | "Pacific/Niue" | "Pacific/Norfolk" | "Pacific/Noumea" | "Pacific/Pago_Pago" | "Pacific/Palau" | "Pacific/Pitcairn" | "Pacific/Pohnpei" | "Pacific/Ponape" | "Pacific/Port_Moresby" | "Pacific/Rarotonga" | "Pacific/Saipan" | "Pacific/Samoa" | "Pacific/Tahiti" | "Pacific/Tarawa" | "Pacific/Tongatapu" | "Pacific/Truk" | "Pacific/Wake" | "Pacific/Wallis" | "Pacific/Yap" | "Poland" | "Portugal" | "ROC" | "ROK" | "Singapore" | "Turkey" | "UCT" | "US/Alaska" | "US/Aleutian" | "US/Arizona" | "US/Central" | "US/East-Indiana" | "US/Eastern" | "US/Hawaii" | "US/Indiana-Starke" | "US/Michigan" | "US/Mountain" | "US/Pacific" | "US/Samoa" | "UTC" | "Universal" | "W-SU" | "WET" | "Zulu" | "localtime";
+        UserSummary: {
+            readonly id: number;
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            username: string;
+            first_name?: string;
+            last_name?: string;
+        };
+        UserSummaryRequest: {
+            /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
+            username: string;
+            first_name?: string;
+            last_name?: string;
         };
         Window: {
             /** Format: date-time */
@@ -455,244 +1938,166 @@ export interface components {
             /** Format: date-time */
             end: string;
         };
-        LoginRequest: {
-            username: string;
-            password: string;
-        };
-        LabRef: {
-            id: number;
-            name: string;
-            slug: string;
-        };
-        Membership: {
-            lab: components["schemas"]["LabRef"];
-            /** @enum {string} */
-            role: "member" | "lab_admin";
-        };
-        Me: {
-            id: number;
-            username: string;
-            email: string;
-            first_name: string;
-            last_name: string;
-            timezone: string;
-            language: string;
-            is_site_admin: boolean;
-            memberships: components["schemas"]["Membership"][];
-        };
-        PatchedMe: {
-            email?: string;
-            first_name?: string;
-            last_name?: string;
-            timezone?: string;
-            language?: string;
-        };
-        SSHKey: {
-            id: number;
-            name: string;
-            public_key: string;
-            fingerprint: string;
-            /** Format: date-time */
-            created_at: string;
-        };
-        SSHKeyRequest: {
-            name: string;
-            public_key: string;
-        };
-        ApiToken: {
-            id: number;
-            name: string;
-            scopes: ("read" | "book")[];
-            /** Format: date-time */
-            expires_at?: string | null;
-            /** Format: date-time */
-            last_used_at?: string | null;
-            /** Format: date-time */
-            created_at: string;
-        };
-        ApiTokenCreated: components["schemas"]["ApiToken"] & {
-            token: string;
-        };
-        ApiTokenRequest: {
-            name: string;
-            scopes: ("read" | "book")[];
-            /** Format: date-time */
-            expires_at?: string | null;
-        };
-        Lab: {
-            id: number;
-            name: string;
-            slug: string;
-        };
-        Member: {
-            id: number;
-            user: {
-                id: number;
-                username: string;
-            };
-            /** @enum {string} */
-            role: "member" | "lab_admin";
-            max_hours_per_week?: number | null;
-            max_concurrent_bookings?: number | null;
-        };
-        InstanceType: {
-            id: number;
-            name: string;
-            slug: string;
-            provider_size: string;
-            gpu_model: string;
-            gpu_count: number;
-            vram_gb_per_gpu: number;
-            gfx_target: string;
-            /** Format: decimal */
-            price_per_hour: string;
-        };
-        Pool: {
-            id: number;
-            name: string;
-            instance_type: number;
-            region: string;
-            capacity: number;
-            granularity_minutes: number;
-            min_duration_minutes: number;
-            max_duration_minutes: number;
-            max_days_ahead: number;
-            requires_approval: boolean;
-        };
-        Availability: {
-            pool: number;
-            capacity: number;
-            intervals: {
-                /** Format: date-time */
-                start: string;
-                /** Format: date-time */
-                end: string;
-                used: number;
-                free: number;
-            }[];
-            next_free: components["schemas"]["Window"][];
-        };
-        BusyBlock: {
-            /** Format: date-time */
-            start: string;
-            /** Format: date-time */
-            end: string;
-            status: components["schemas"]["BookingStatus"];
-            mine: boolean;
-            booking: number | null;
-            lab: components["schemas"]["LabRef"] | null;
-        };
-        Blackout: {
-            id: number;
-            pool: number | null;
-            /** Format: date-time */
-            start: string;
-            /** Format: date-time */
-            end: string;
-            reason: string;
-        };
-        /** @enum {string} */
-        BookingStatus: "pending" | "scheduled" | "provisioning" | "ready" | "ending" | "completed" | "cancelled" | "rejected" | "expired" | "failed";
-        Booking: {
-            id: number;
-            pool: number;
-            lab: number;
-            user: number;
-            /** Format: date-time */
-            start: string;
-            /** Format: date-time */
-            end: string;
-            purpose: string;
-            status: components["schemas"]["BookingStatus"];
-            /** Format: decimal */
-            gpu_hours: string;
-            /** Format: decimal */
-            estimated_cost: string;
-            /** Format: date-time */
-            created_at: string;
-            decided_by?: number | null;
-            decision_reason?: string;
-        };
-        PaginatedBookingList: {
-            count: number;
-            next?: string | null;
-            previous?: string | null;
-            results: components["schemas"]["Booking"][];
-        };
-        BookingRequest: {
-            pool: number;
-            /** Format: date-time */
-            start?: string;
-            /** Format: date-time */
-            end: string;
-            purpose?: string;
-            lab?: number;
-        };
-        ExtendRequest: {
-            /** Format: date-time */
-            end: string;
-        };
-        ReasonRequest: {
-            reason?: string;
-        };
-        Quota: {
-            id: number;
-            lab: number;
-            instance_type: number;
-            month: string;
-            /** Format: decimal */
-            gpu_hours: string;
-            /** Format: decimal */
-            used_gpu_hours: string;
-            /** Format: decimal */
-            committed_gpu_hours: string;
-            /** Format: decimal */
-            remaining_gpu_hours: string;
-        };
-        QuotaRequest: {
-            id: number;
-            lab: number;
-            instance_type: number;
-            month: string;
-            /** Format: decimal */
-            gpu_hours: string;
-            reason: string;
-            /** @enum {string} */
-            status: "pending" | "approved" | "rejected";
-            decision_reason?: string;
-            /** Format: date-time */
-            created_at: string;
-        };
-        QuotaRequestRequest: {
-            lab: number;
-            instance_type: number;
-            month: string;
-            /** Format: decimal */
-            gpu_hours: string;
-            reason: string;
-        };
-    };
-    responses: {
-        /** @description error */
         Error: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
+            /** @description For people; may be shown as is. */
+            message: string;
+            /** @description Stable machine-readable code (docs/api.md). */
+            code: string;
+            /** @description Details: `fields` (field → messages), `next_free` windows, … */
+            extra: {
+                [key: string]: unknown;
             };
         };
     };
-    parameters: {
-        Id: number;
-    };
+    responses: never;
+    parameters: never;
     requestBodies: never;
     headers: never;
     pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    auth_csrf: {
+    v1_audit_list: {
+        parameters: {
+            query?: {
+                action?: string;
+                lab?: number;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                target_id?: string;
+                target_type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAuditEventList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_audit_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this audit event. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEvent"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_auth_csrf_retrieve: {
         parameters: {
             query?: never;
             header?: never;
@@ -701,16 +2106,62 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description ok */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["CsrfOk"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
-    auth_login: {
+    v1_auth_login_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -720,10 +2171,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["LoginRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["LoginRequest"];
+                "multipart/form-data": components["schemas"]["LoginRequest"];
             };
         };
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -732,10 +2184,63 @@ export interface operations {
                     "application/json": components["schemas"]["Me"];
                 };
             };
-            400: components["responses"]["Error"];
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    auth_logout: {
+    v1_auth_logout_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -744,356 +2249,548 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description ok */
+            /** @description No response body */
             204: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    me_retrieve: {
+    v1_blackouts_list: {
         parameters: {
-            query?: never;
+            query?: {
+                end_after?: string;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                pool?: number;
+                start_before?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Me"];
+                    "application/json": components["schemas"]["PaginatedBlackoutList"];
                 };
             };
-            403: components["responses"]["Error"];
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    me_partial_update: {
+    v1_blackouts_create: {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BlackoutRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["BlackoutRequest"];
+                "multipart/form-data": components["schemas"]["BlackoutRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Blackout"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_blackouts_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this blackout. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Blackout"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_blackouts_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this blackout. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BlackoutRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["BlackoutRequest"];
+                "multipart/form-data": components["schemas"]["BlackoutRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Blackout"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_blackouts_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this blackout. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_blackouts_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this blackout. */
+                id: number;
+            };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["PatchedMe"];
+                "application/json": components["schemas"]["PatchedBlackoutRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedBlackoutRequest"];
+                "multipart/form-data": components["schemas"]["PatchedBlackoutRequest"];
             };
         };
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Me"];
+                    "application/json": components["schemas"]["Blackout"];
                 };
             };
-            400: components["responses"]["Error"];
-        };
-    };
-    me_ssh_keys_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
+            /** @description Invalid input */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SSHKey"][];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-        };
-    };
-    me_ssh_keys_create: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["SSHKeyRequest"];
-            };
-        };
-        responses: {
-            /** @description ok */
-            201: {
+            /** @description Not authenticated */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SSHKey"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-            400: components["responses"]["Error"];
-        };
-    };
-    me_ssh_keys_destroy: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    tokens_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
+            /** @description Not allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiToken"][];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-        };
-    };
-    tokens_create: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ApiTokenRequest"];
-            };
-        };
-        responses: {
-            /** @description ok */
-            201: {
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiTokenCreated"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-            400: components["responses"]["Error"];
-        };
-    };
-    tokens_destroy: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    labs_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Lab"][];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-        };
-    };
-    labs_members_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
+            /** @description Throttled */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Member"][];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
     };
-    instance_types_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InstanceType"][];
-                };
-            };
-        };
-    };
-    pools_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Pool"][];
-                };
-            };
-        };
-    };
-    pools_availability: {
-        parameters: {
-            query: {
-                start: string;
-                end: string;
-                duration_minutes?: number;
-            };
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Availability"];
-                };
-            };
-        };
-    };
-    pools_busy: {
-        parameters: {
-            query: {
-                start: string;
-                end: string;
-            };
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BusyBlock"][];
-                };
-            };
-        };
-    };
-    blackouts_list: {
+    v1_bookings_list: {
         parameters: {
             query?: {
-                pool?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Blackout"][];
-                };
-            };
-        };
-    };
-    bookings_list: {
-        parameters: {
-            query?: {
-                page?: number;
-                status?: string;
-                pool?: number;
-                lab?: number;
-                user?: number;
-                start_after?: string;
+                /** @description Bookings that start before this moment */
                 end_before?: string;
+                lab?: number;
+                /** @description Only my own bookings */
+                mine?: boolean;
+                /** @description Which field to use when ordering the results. */
+                ordering?: string;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                pool?: number;
+                /** @description Bookings that end after this moment */
+                start_after?: string;
+                /**
+                 * @description * `pending` - Pending approval
+                 *     * `scheduled` - Scheduled
+                 *     * `provisioning` - Provisioning
+                 *     * `ready` - Ready
+                 *     * `ending` - Ending
+                 *     * `completed` - Completed
+                 *     * `cancelled` - Cancelled
+                 *     * `rejected` - Rejected
+                 *     * `expired` - Expired
+                 *     * `failed` - Failed
+                 */
+                status?: ("cancelled" | "completed" | "ending" | "expired" | "failed" | "pending" | "provisioning" | "ready" | "rejected" | "scheduled")[];
+                user?: number;
             };
             header?: never;
             path?: never;
@@ -1101,7 +2798,6 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1110,22 +2806,79 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedBookingList"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    bookings_create: {
+    v1_bookings_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Retrying with the same key returns the original booking (200). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["BookingRequest"];
+                "application/json": components["schemas"]["BookingCreateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["BookingCreateRequest"];
+                "multipart/form-data": components["schemas"]["BookingCreateRequest"];
             };
         };
         responses: {
-            /** @description ok */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -1134,22 +2887,74 @@ export interface operations {
                     "application/json": components["schemas"]["Booking"];
                 };
             };
-            400: components["responses"]["Error"];
-            409: components["responses"]["Error"];
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    bookings_retrieve: {
+    v1_bookings_retrieve: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                id: components["parameters"]["Id"];
+                /** @description A unique integer value identifying this booking. */
+                id: number;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1158,99 +2963,71 @@ export interface operations {
                     "application/json": components["schemas"]["Booking"];
                 };
             };
-            404: components["responses"]["Error"];
-        };
-    };
-    bookings_cancel: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
+            /** @description Invalid input */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Booking"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-            400: components["responses"]["Error"];
-        };
-    };
-    bookings_extend: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ExtendRequest"];
-            };
-        };
-        responses: {
-            /** @description ok */
-            200: {
+            /** @description Not authenticated */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Booking"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-            400: components["responses"]["Error"];
-            409: components["responses"]["Error"];
-        };
-    };
-    bookings_approve: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: components["parameters"]["Id"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ok */
-            200: {
+            /** @description Not allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Booking"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-            400: components["responses"]["Error"];
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    bookings_reject: {
+    v1_bookings_approve_create: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                id: components["parameters"]["Id"];
+                /** @description A unique integer value identifying this booking. */
+                id: number;
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["ReasonRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["ReasonRequest"];
+                "multipart/form-data": components["schemas"]["ReasonRequest"];
             };
         };
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1259,14 +3036,321 @@ export interface operations {
                     "application/json": components["schemas"]["Booking"];
                 };
             };
-            400: components["responses"]["Error"];
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    quotas_list: {
+    v1_bookings_cancel_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReasonRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["ReasonRequest"];
+                "multipart/form-data": components["schemas"]["ReasonRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_bookings_extend_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BookingExtendRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["BookingExtendRequest"];
+                "multipart/form-data": components["schemas"]["BookingExtendRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_bookings_reject_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReasonRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["ReasonRequest"];
+                "multipart/form-data": components["schemas"]["ReasonRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_instance_types_list: {
         parameters: {
             query?: {
-                lab?: number;
-                month?: string;
+                /**
+                 * @description * `amd` - AMD
+                 *     * `nvidia` - NVIDIA
+                 */
+                gpu_vendor?: "amd" | "nvidia";
+                is_active?: boolean;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
             };
             header?: never;
             path?: never;
@@ -1274,22 +3358,444 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Quota"][];
+                    "application/json": components["schemas"]["PaginatedInstanceTypeList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
     };
-    quota_requests_list: {
+    v1_instance_types_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstanceTypeRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["InstanceTypeRequest"];
+                "multipart/form-data": components["schemas"]["InstanceTypeRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstanceType"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_instance_types_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this instance type. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstanceType"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_instance_types_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this instance type. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstanceTypeRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["InstanceTypeRequest"];
+                "multipart/form-data": components["schemas"]["InstanceTypeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstanceType"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_instance_types_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this instance type. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_instance_types_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this instance type. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedInstanceTypeRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedInstanceTypeRequest"];
+                "multipart/form-data": components["schemas"]["PatchedInstanceTypeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstanceType"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_list: {
         parameters: {
             query?: {
-                status?: string;
-                lab?: number;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
             };
             header?: never;
             path?: never;
@@ -1297,18 +3803,1976 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaRequest"][];
+                    "application/json": components["schemas"]["PaginatedLabList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
     };
-    quota_requests_create: {
+    v1_labs_members_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                lab_pk: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedMembershipList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_members_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lab_pk: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MembershipRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["MembershipRequest"];
+                "multipart/form-data": components["schemas"]["MembershipRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_members_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this membership. */
+                id: number;
+                lab_pk: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_members_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this membership. */
+                id: number;
+                lab_pk: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_members_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this membership. */
+                id: number;
+                lab_pk: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedMembershipUpdateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedMembershipUpdateRequest"];
+                "multipart/form-data": components["schemas"]["PatchedMembershipUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this lab. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lab"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_me_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_me_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedMeRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedMeRequest"];
+                "multipart/form-data": components["schemas"]["PatchedMeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_me_ssh_keys_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshKey"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_me_ssh_keys_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SshKeyRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["SshKeyRequest"];
+                "multipart/form-data": components["schemas"]["SshKeyRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshKey"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_me_ssh_keys_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this ssh key. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_list: {
+        parameters: {
+            query?: {
+                instance_type?: number;
+                is_active?: boolean;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                region?: string;
+                requires_approval?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedNodePoolList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NodePoolRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["NodePoolRequest"];
+                "multipart/form-data": components["schemas"]["NodePoolRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodePool"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this node pool. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodePool"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this node pool. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NodePoolRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["NodePoolRequest"];
+                "multipart/form-data": components["schemas"]["NodePoolRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodePool"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this node pool. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this node pool. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedNodePoolRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedNodePoolRequest"];
+                "multipart/form-data": components["schemas"]["PatchedNodePoolRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodePool"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_availability_retrieve: {
+        parameters: {
+            query: {
+                /** @description Length of the windows to suggest (default: the pool's minimum duration) */
+                duration_minutes?: number;
+                /** @description ISO 8601 with offset */
+                end: string;
+                /** @description ISO 8601 with offset */
+                start: string;
+            };
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this node pool. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Availability"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_busy_list: {
+        parameters: {
+            query: {
+                /** @description ISO 8601 with offset */
+                end: string;
+                instance_type?: number;
+                is_active?: boolean;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                region?: string;
+                requires_approval?: boolean;
+                /** @description ISO 8601 with offset */
+                start: string;
+            };
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this node pool. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedBusyBlockList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_provider_accounts_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedProviderAccountList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_provider_accounts_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProviderAccountRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["ProviderAccountRequest"];
+                "multipart/form-data": components["schemas"]["ProviderAccountRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_provider_accounts_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this provider account. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_provider_accounts_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this provider account. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProviderAccountRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["ProviderAccountRequest"];
+                "multipart/form-data": components["schemas"]["ProviderAccountRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_provider_accounts_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this provider account. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_provider_accounts_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this provider account. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedProviderAccountRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedProviderAccountRequest"];
+                "multipart/form-data": components["schemas"]["PatchedProviderAccountRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_quota_requests_list: {
+        parameters: {
+            query?: {
+                instance_type?: number;
+                lab?: number;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                /**
+                 * @description * `pending` - Pending
+                 *     * `approved` - Approved
+                 *     * `rejected` - Rejected
+                 */
+                status?: "approved" | "pending" | "rejected";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedQuotaRequestList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_quota_requests_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -1318,10 +5782,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["QuotaRequestRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["QuotaRequestRequest"];
+                "multipart/form-data": components["schemas"]["QuotaRequestRequest"];
             };
         };
         responses: {
-            /** @description ok */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -1330,21 +5795,74 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaRequest"];
                 };
             };
-            400: components["responses"]["Error"];
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    quota_requests_approve: {
+    v1_quota_requests_retrieve: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                id: components["parameters"]["Id"];
+                /** @description A unique integer value identifying this quota request. */
+                id: number;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1353,25 +5871,71 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaRequest"];
                 };
             };
-            400: components["responses"]["Error"];
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    quota_requests_reject: {
+    v1_quota_requests_approve_create: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                id: components["parameters"]["Id"];
+                /** @description A unique integer value identifying this quota request. */
+                id: number;
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": components["schemas"]["ReasonRequest"];
+                "application/json": components["schemas"]["DecisionRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DecisionRequest"];
+                "multipart/form-data": components["schemas"]["DecisionRequest"];
             };
         };
         responses: {
-            /** @description ok */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1380,7 +5944,569 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaRequest"];
                 };
             };
-            400: components["responses"]["Error"];
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_quota_requests_reject_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this quota request. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecisionRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DecisionRequest"];
+                "multipart/form-data": components["schemas"]["DecisionRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaRequest"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_quotas_list: {
+        parameters: {
+            query?: {
+                instance_type?: number;
+                lab?: number;
+                month?: string;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedQuotaList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_quotas_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QuotaWriteRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["QuotaWriteRequest"];
+                "multipart/form-data": components["schemas"]["QuotaWriteRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Quota"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_quotas_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this quota. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Quota"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_tokens_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiToken"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_tokens_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiTokenRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["ApiTokenRequest"];
+                "multipart/form-data": components["schemas"]["ApiTokenRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiTokenCreated"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_tokens_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this api token. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
 }

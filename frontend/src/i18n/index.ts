@@ -59,6 +59,11 @@ export function setLocale(locale: AppLocale, remember = true): void {
   }
 }
 
+/** The API's language codes (Django's) for our locales. */
+export function toApiLanguage(locale: AppLocale): 'en' | 'zh-hans' {
+  return locale === 'zh-CN' ? 'zh-hans' : 'en'
+}
+
 export function hasStoredLocale(): boolean {
   return safeStorageGet() !== null
 }

@@ -45,6 +45,11 @@ export interface CalendarEventInput {
   extendedProps?: Record<string, unknown>
 }
 
+/** Other labs' blocks carry no lab (I-6); our labs' carry `{id, name}`. */
+function labName(lab: BusyBlock['lab']): string | null {
+  return lab && typeof lab.name === 'string' ? lab.name : null
+}
+
 export const laneId = (n: number) => `lane-${n}`
 
 export function laneResources(capacity: number, used: number, labels: CalendarLabels) {
@@ -64,7 +69,7 @@ export function toCalendarEvents(
     id: item.booking != null ? `booking-${item.booking}` : `busy-${i}`,
     start: toCalendarString(item.start, timeZone),
     end: toCalendarString(item.end, timeZone),
-    title: item.mine ? labels.mine : item.lab?.name ?? labels.busy,
+    title: item.mine ? labels.mine : labName(item.lab) ?? labels.busy,
     resourceIds: [laneId(lane)],
     classNames: [item.mine ? 'ev-mine' : 'ev-other', `ev-${item.status}`],
     extendedProps: { booking: item.booking, mine: item.mine, status: item.status },
