@@ -1,0 +1,3 @@
+from labgpu_agent.cli import main
+
+raise SystemExit(main())

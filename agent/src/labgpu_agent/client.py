@@ -1,0 +1,136 @@
+"""The agent side of the API protocol (see agent/README.md): bootstrap, report, heartbeat.
+
+Transient failures (connection errors, 5xx, 429) are retried with bounded exponential backoff,
+honouring Retry-After; 401/410 on a heartbeat, or `{"action": "stop"}`, end the agent cleanly.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+log = logging.getLogger("labgpu_agent.client")
+
+BOOTSTRAP_PATH = "/api/v1/agent/bootstrap/"
+REPORTS_PATH = "/api/v1/agent/reports/"
+HEARTBEAT_PATH = "/api/v1/agent/heartbeat/"
+
+
+class ApiError(Exception):
+    """The API answered with a non-retryable error (or retries ran out)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Bootstrap:
+    node: int | str
+    heartbeat_token: str
+    profile: str | None
+    heartbeat_interval_s: float
+
+
+@dataclass
+class RetryPolicy:
+    max_attempts: int = 6
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+
+    def delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after is not None:
+            try:
+                return min(float(retry_after), self.max_delay_s)
+            except ValueError:
+                pass  # an HTTP date; fall back to our own backoff
+        return min(self.base_delay_s * 2**attempt, self.max_delay_s)
+
+
+class AgentClient:
+    def __init__(
+        self,
+        api: str,
+        *,
+        http: httpx.Client | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.http = http or httpx.Client(base_url=api.rstrip("/"), timeout=30.0)
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+
+    def _post(self, path: str, token: str, body: Any, ok: tuple[int, ...]) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token}"}
+        last_error = "no attempt made"
+        for attempt in range(self.retry.max_attempts):
+            retry_after = None
+            try:
+                response = self.http.post(path, json=body, headers=headers)
+            except httpx.TransportError as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code in ok:
+                    return response
+                if response.status_code == 429 or response.status_code >= 500:
+                    retry_after = response.headers.get("Retry-After")
+                    last_error = f"HTTP {response.status_code}"
+                else:
+                    raise ApiError(
+                        f"POST {path}: HTTP {response.status_code}: {response.text[:300]}",
+                        status=response.status_code,
+                    )
+            if attempt + 1 < self.retry.max_attempts:
+                delay = self.retry.delay(attempt, retry_after)
+                log.warning("POST %s failed (%s); retrying in %.1fs", path, last_error, delay)
+                self.sleep(delay)
+        raise ApiError(f"POST {path}: giving up after {self.retry.max_attempts} attempts: {last_error}")
+
+    def bootstrap(self, token: str) -> Bootstrap:
+        data = self._post(BOOTSTRAP_PATH, token, {}, ok=(200, 201)).json()
+        return Bootstrap(
+            node=data["node"],
+            heartbeat_token=data["heartbeat_token"],
+            profile=data.get("profile"),
+            heartbeat_interval_s=float(data.get("heartbeat_interval_s", 30)),
+        )
+
+    def send_report(self, token: str, report: dict[str, Any]) -> None:
+        self._post(REPORTS_PATH, token, report, ok=(200, 201))
+
+    def heartbeat(self, token: str) -> str:
+        """Return the API's action: "continue" or "stop" (401/410 also mean stop)."""
+        try:
+            response = self._post(HEARTBEAT_PATH, token, {"status": "alive"}, ok=(200,))
+        except ApiError as exc:
+            if exc.status in (401, 410):
+                return "stop"  # the booking ended and the token was revoked
+            raise
+        action = response.json().get("action", "continue")
+        return "stop" if action == "stop" else "continue"
+
+
+def run_agent(
+    client: AgentClient,
+    *,
+    bootstrap_token: str,
+    make_report: Callable[[str | None], dict[str, Any]],
+    max_heartbeats: int | None = None,
+) -> int:
+    """Bootstrap, send one report, then heartbeat until told to stop. Returns an exit code."""
+    boot = client.bootstrap(bootstrap_token)
+    log.info("bootstrapped as node %s (profile %s)", boot.node, boot.profile)
+    client.send_report(boot.heartbeat_token, make_report(boot.profile))
+    beats = 0
+    while max_heartbeats is None or beats < max_heartbeats:
+        client.sleep(boot.heartbeat_interval_s)
+        beats += 1
+        if client.heartbeat(boot.heartbeat_token) == "stop":
+            log.info("told to stop after %d heartbeats", beats)
+            return 0
+    return 0

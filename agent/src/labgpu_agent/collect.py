@@ -1,0 +1,217 @@
+"""Collection: run the tools (or replay a fixture profile's recorded outputs) and parse them.
+
+Live and fixture mode share everything after the raw outputs are in hand: a source's text goes
+through the same parser either way, so fixture mode exercises the real parsing and checks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from labgpu_agent.facts import Facts, merge
+from labgpu_agent.parsers import PARSERS, ParseError
+from labgpu_agent.parsers.nvidia_smi import QUERY_FIELDS
+from labgpu_agent.parsers.system import WATCHED_ENV, parse_devices, parse_id
+from labgpu_agent.smoke.base import SmokeResult
+
+TOOL_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class Source:
+    parser: str  # key in PARSERS
+    vendor: str | None  # None: every host
+    command: tuple[str, ...] = ()
+    path: str | None = None  # a file read instead of a command
+
+
+# Order matters: for a fact two sources both report, the first listed wins.
+SOURCES: dict[str, Source] = {
+    "nvidia-smi-xml": Source("nvidia-smi-xml", "nvidia", ("nvidia-smi", "-q", "-x")),
+    "nvidia-smi-csv": Source(
+        "nvidia-smi-csv", "nvidia", ("nvidia-smi", f"--query-gpu={QUERY_FIELDS}", "--format=csv")
+    ),
+    "amd-smi-static": Source("amd-smi-static", "amd", ("amd-smi", "static", "--json")),
+    "amd-smi-metric": Source("amd-smi-metric", "amd", ("amd-smi", "metric", "--json")),
+    "amd-smi-list": Source("amd-smi-list", "amd", ("amd-smi", "list", "--json")),
+    "amd-smi-version": Source("amd-smi-version", "amd", ("amd-smi", "version")),
+    "rocm-smi": Source(
+        "rocm-smi", "amd",
+        ("rocm-smi", "--showproductname", "--showtemp", "--showpower", "--showmaxpower",
+         "--showuse", "--showmeminfo", "vram", "--json"),
+    ),
+    "rocminfo": Source("rocminfo", "amd", ("rocminfo",)),
+    "rocm-version": Source("rocm-version", "amd", path="/opt/rocm/.info/version"),
+    "lspci-amd": Source("lspci", "amd", ("lspci", "-vvv", "-d", "1002:")),
+    "lspci-nvidia": Source("lspci", "nvidia", ("lspci", "-vvv", "-d", "10de:")),
+    "uname": Source("uname", None, ("uname", "-r")),
+    "modules": Source("modules", None, path="/proc/modules"),
+    "dmesg": Source("dmesg", None, ("dmesg", "--level=err,warn")),
+    "id": Source("devices", None, ("id",)),  # the user's groups, read with `devices`
+    "devices": Source("devices", None, ("ls", "-l")),
+    "env": Source("env", None),
+}
+_DEVICE_PATHS = {"amd": ("/dev/kfd", "/dev/dri"), "nvidia": ("/dev/nvidiactl", "/dev/nvidia0")}
+
+
+@dataclass
+class RawOutput:
+    text: str | None  # None: the tool is not installed / the file does not exist
+    exit_code: int = 0
+    error: str | None = None
+
+
+@dataclass
+class FixtureProfile:
+    name: str
+    instance_profile: str
+    description: str
+    fault: str
+    hostname: str
+    outputs: dict[str, RawOutput]
+    smoke: list[SmokeResult] = field(default_factory=list)
+    expected_verdict: str | None = None
+    expected_findings: list[str] = field(default_factory=list)
+
+
+def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
+    """Parse every raw output with its source's parser and merge the results."""
+    parts: list[Facts] = []
+    status: dict[str, str] = {}
+    for name, source in SOURCES.items():
+        raw = outputs.get(name)
+        if raw is None or name == "id":
+            continue
+        if raw.text is None:
+            status[name] = "missing" if raw.error is None else f"error: {raw.error}"
+            continue
+        try:
+            if name == "devices":
+                uid, groups = parse_id(outputs["id"].text or "") if "id" in outputs else (None, None)
+                part = parse_devices(raw.text, groups=groups, uid=uid)
+            else:
+                part = PARSERS[source.parser](raw.text)
+        except ParseError as exc:
+            status[name] = f"error: {exc}"
+            continue
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            # A tool that failed prints an error message, not its format.
+            status[name] = f"error: exit {raw.exit_code}: {raw.text.strip()[:200] or exc}"
+            continue
+        status[name] = "ok" if raw.exit_code == 0 else f"exit {raw.exit_code}"
+        parts.append(part)
+    facts = merge(parts)
+    facts.sources = status
+    return facts
+
+
+def _run(command: tuple[str, ...]) -> RawOutput:
+    if shutil.which(command[0]) is None:
+        return RawOutput(text=None)
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
+            env={**os.environ, "LC_ALL": "C"}, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return RawOutput(text=None, error=str(exc))
+    # ls reports missing device nodes on stderr; keep both streams for it.
+    text = done.stdout + (done.stderr if command[0] == "ls" else "")
+    return RawOutput(text=text, exit_code=done.returncode)
+
+
+def collect_live(vendor: str | None = None) -> dict[str, RawOutput]:
+    """Run every tool relevant to `vendor` (both vendors when None), in parallel."""
+    vendors = {vendor} if vendor else {"amd", "nvidia"}
+    wanted = {n: s for n, s in SOURCES.items() if s.vendor is None or s.vendor in vendors}
+    if vendor is None:
+        # Unknown vendor: skip the tools of a vendor that has no trace on this host.
+        wanted = {n: s for n, s in wanted.items() if s.vendor is None or _vendor_present(s.vendor)}
+    if shutil.which("amd-smi"):
+        wanted.pop("rocm-smi", None)  # rocm-smi is the fallback for ROCm < 6 only
+
+    def one(item: tuple[str, Source]) -> tuple[str, RawOutput]:
+        name, source = item
+        if name == "env":
+            lines = [f"{k}={v}" for k, v in os.environ.items() if k in WATCHED_ENV]
+            return name, RawOutput(text="\n".join(lines))
+        if source.path is not None:
+            path = Path(source.path)
+            return name, RawOutput(text=path.read_text() if path.exists() else None)
+        if name == "devices":
+            paths = [p for v in vendors for p in _DEVICE_PATHS[v]]
+            return name, _run(("ls", "-l", *paths))
+        if name == "dmesg":
+            raw = _run(source.command)
+            if raw.exit_code != 0 and shutil.which("journalctl"):
+                # dmesg_restrict hides the ring buffer from non-root users; journald may not.
+                raw = _run(("journalctl", "-k", "-p", "warning", "-b", "--no-pager", "-q"))
+            return name, raw
+        return name, _run(source.command)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(pool.map(one, wanted.items()))
+
+
+def _vendor_present(vendor: str) -> bool:
+    if vendor == "amd":
+        return any(shutil.which(t) for t in ("amd-smi", "rocm-smi", "rocminfo")) or Path(
+            "/sys/module/amdgpu"
+        ).exists()
+    return shutil.which("nvidia-smi") is not None or Path("/sys/module/nvidia").exists()
+
+
+def _profiles_root() -> Traversable:
+    return resources.files("labgpu_agent").joinpath("fixture_profiles")
+
+
+def fixture_profile_names() -> list[str]:
+    return sorted(p.name for p in _profiles_root().iterdir() if p.joinpath("profile.json").is_file())
+
+
+class UnknownFixtureProfile(KeyError):
+    pass
+
+
+def load_fixture_profile(name: str) -> FixtureProfile:
+    """Read a shipped fixture profile; `extends` inherits another profile's recorded outputs."""
+    folder = _profiles_root().joinpath(name)
+    if not folder.joinpath("profile.json").is_file():
+        known = ", ".join(fixture_profile_names())
+        raise UnknownFixtureProfile(f"unknown fixture profile {name!r}; known: {known}")
+    meta: dict[str, Any] = json.loads(folder.joinpath("profile.json").read_text("utf-8"))
+    outputs: dict[str, RawOutput] = {}
+    smoke: list[SmokeResult] = []
+    if base := meta.get("extends"):
+        parent = load_fixture_profile(base)
+        outputs, smoke = dict(parent.outputs), parent.smoke
+    for source, spec in meta.get("sources", {}).items():
+        if spec is None:
+            outputs[source] = RawOutput(text=None)  # the tool is absent on this node
+            continue
+        spec = {"file": spec} if isinstance(spec, str) else spec
+        text = folder.joinpath(spec["file"]).read_text("utf-8")
+        outputs[source] = RawOutput(text=text, exit_code=int(spec.get("exit_code", 0)))
+    if "smoke" in meta:
+        smoke = [SmokeResult.from_dict(s) for s in meta["smoke"]]
+    return FixtureProfile(
+        name=name,
+        instance_profile=meta["instance_profile"],
+        description=meta["description"],
+        fault=meta.get("fault", "none"),
+        hostname=meta.get("hostname", name),
+        outputs=outputs,
+        smoke=smoke,
+        expected_verdict=meta.get("expected_verdict"),
+        expected_findings=list(meta.get("expected_findings", [])),
+    )

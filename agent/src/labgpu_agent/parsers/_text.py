@@ -1,0 +1,103 @@
+"""Small helpers shared by the parsers: tolerant number reading and comment stripping.
+
+Tool output is full of `N/A`, units glued to numbers and `[Not Supported]`; every helper here
+returns None for "not reported" rather than raising, because a missing reading is a fact too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_SECTION = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d$")
+_MISSING = {"", "n/a", "na", "none", "[n/a]", "not supported", "[not supported]", "unknown"}
+
+
+def strip_annotations(text: str) -> str:
+    """Drop the `# SOURCE:` / `# ...` comment lines and `$ command` lines of a saved capture."""
+    lines = [
+        line for line in text.splitlines() if not line.startswith("#") and not line.startswith("$ ")
+    ]
+    return "\n".join(lines)
+
+
+def is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        low = value.strip().lower()
+        return low in _MISSING or low.startswith("[requested functionality") or "not_supported" in low
+    return False
+
+
+def to_float(value: Any) -> float | None:
+    """`"159.0"`, `"129.84 W"`, `{"value": 45, "unit": "C"}`, `45` → float; `N/A` → None."""
+    if isinstance(value, dict):
+        return to_float(value.get("value"))
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if is_missing(value):
+        return None
+    match = _NUMBER.search(str(value))
+    return float(match.group()) if match else None
+
+
+def to_int(value: Any) -> int | None:
+    number = to_float(value)
+    return int(number) if number is not None else None
+
+
+def to_str(value: Any) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("value")
+    if is_missing(value):
+        return None
+    return str(value).strip()
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    """`"7.2.4"` → (7, 2, 4); `"6.8.0-49-generic"` → (6, 8, 0); None when no digits lead."""
+    if not text:
+        return None
+    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    if not match:
+        return None
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def indented_tree(text: str) -> dict[str, Any]:
+    """Parse the `KEY: value` tree that amd-smi's text output and `nvidia-smi -q` print.
+
+    Nesting follows indentation. A key seen twice at one level (e.g. `GPU: 0`, `GPU: 1`) becomes
+    `"GPU: 0"`/`"GPU: 1"` when it carries a value and has children, so devices stay apart.
+    """
+    root: dict[str, Any] = {}
+    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
+    for raw in text.splitlines():
+        if not raw.strip() or raw.strip() == "..." or ":" not in raw:
+            continue
+        indent = len(raw.expandtabs(4)) - len(raw.expandtabs(4).lstrip())
+        line = raw.strip()
+        if _SECTION.match(line):
+            key, value = line, ""  # `GPU 00000000:00:09.0` in `nvidia-smi -q`: a section, not a pair
+        else:
+            # `nvidia-smi -q` separates with " : " and its values hold colons (bus ids, times).
+            key, _, value = line.partition(" : ") if " : " in line else line.partition(":")
+            key, value = key.strip(), value.strip()
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        if value and key not in ("GPU", "CPU"):
+            parent[key] = value
+            continue
+        # A device header (`GPU: 0`) opens a block; the same header met again (amd-smi list, then
+        # static, then metric in one capture) reopens the same block so the facts merge.
+        node_key = f"{key}: {value}" if value else key
+        existing = parent.get(node_key)
+        child: dict[str, Any] = existing if isinstance(existing, dict) else {}
+        parent[node_key] = child
+        stack.append((indent, child))
+    return root

@@ -1,0 +1,104 @@
+"""Instance profiles: what a node of each type must look like (DESIGN §7's hard facts).
+
+Baselines are smoke-test throughputs, keyed `"<smoke>:<metric>"`. The H200 ones were measured
+by this agent on a real H200 (docs/benchmarks.md); the others are leads from vendor figures and
+are marked as such in `baseline_source` until a passing node of that type replaces them (the
+backend keeps a rolling median per instance type).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class InstanceProfile:
+    name: str
+    vendor: str  # "amd" | "nvidia"
+    model_pattern: str  # regex matched (case-insensitive) against the reported GPU name
+    gpu_count: int
+    vram_gib: float  # nominal per GPU; the check allows 10 % for reserved memory
+    board_power_w: float
+    compute_units: int | None = None  # per full (SPX) GPU: CUs, or SMs on NVIDIA
+    gfx_target: str | None = None
+    compute_capability: str | None = None
+    min_rocm: str | None = None
+    min_pcie_gen: int = 5
+    min_pcie_width: int = 16
+    max_hotspot_c: float = 85.0  # AMD's acceptance threshold; NVIDIA's slowdown is higher
+    baselines: dict[str, float] = field(default_factory=dict)
+    baseline_source: str = ""
+
+
+_AMD_NOTE = "estimate from vendor peak figures; replace with the rolling median of passing nodes"
+
+PROFILES: dict[str, InstanceProfile] = {
+    p.name: p
+    for p in (
+        InstanceProfile(
+            name="mi300x", vendor="amd", model_pattern=r"MI300X", gpu_count=1, vram_gib=192,
+            board_power_w=750, compute_units=304, gfx_target="gfx942", min_rocm="6.0",
+            baselines={"matmul:bf16_tflops": 600.0, "bandwidth:copy_gb_per_s": 4000.0},
+            baseline_source=_AMD_NOTE,
+        ),
+        InstanceProfile(
+            name="mi325x", vendor="amd", model_pattern=r"MI325X", gpu_count=1, vram_gib=256,
+            board_power_w=1000, compute_units=304, gfx_target="gfx942", min_rocm="6.3",
+            baselines={"matmul:bf16_tflops": 600.0, "bandwidth:copy_gb_per_s": 4500.0},
+            baseline_source=_AMD_NOTE,
+        ),
+        InstanceProfile(
+            name="mi350x", vendor="amd", model_pattern=r"MI350X", gpu_count=1, vram_gib=288,
+            board_power_w=1000, compute_units=256, gfx_target="gfx950", min_rocm="7.0",
+            baselines={"matmul:bf16_tflops": 1100.0, "bandwidth:copy_gb_per_s": 6000.0},
+            baseline_source=_AMD_NOTE,
+        ),
+        InstanceProfile(
+            name="mi355x", vendor="amd", model_pattern=r"MI355X", gpu_count=1, vram_gib=288,
+            board_power_w=1400, compute_units=256, gfx_target="gfx950", min_rocm="7.0",
+            baselines={"matmul:bf16_tflops": 1200.0, "bandwidth:copy_gb_per_s": 6000.0},
+            baseline_source=_AMD_NOTE,
+        ),
+        InstanceProfile(
+            name="h100", vendor="nvidia", model_pattern=r"H100", gpu_count=1, vram_gib=80,
+            board_power_w=700, compute_units=132, compute_capability="9.0",
+            baselines={"matmul:bf16_tflops": 700.0, "bandwidth:copy_gb_per_s": 2900.0},
+            baseline_source="matmul from the H200 measurement (same SMs); bandwidth scaled by "
+            "HBM3 3.35 vs HBM3e 4.8 TB/s",
+        ),
+        InstanceProfile(
+            name="h200", vendor="nvidia", model_pattern=r"H200", gpu_count=1, vram_gib=141,
+            board_power_w=700, compute_units=132, compute_capability="9.0",
+            # Measured by this agent on one H200 (docs/benchmarks.md, agent/tests/fixtures/h200/).
+            baselines={
+                "matmul:bf16_tflops": 790.0,
+                "bandwidth:copy_gb_per_s": 4300.0,
+                "sdxl:images_per_s": 4 / 3.38,
+                "llm:tokens_per_s_batch1": 42.0,
+                "llm:tokens_per_s_batch128": 3866.0,
+            },
+            baseline_source="DESIGN §7 reference and KINDS.md ceilings; see docs/benchmarks.md",
+        ),
+    )
+}
+
+# DigitalOcean size slugs: gpu-mi300x1-192gb, gpu-mi300x8-1536gb, gpu-h100x8-640gb …
+_SLUG = re.compile(r"^gpu-(?P<model>mi\d{3}x|h\d{3})x?(?P<count>\d+)-")
+
+
+class UnknownProfile(KeyError):
+    pass
+
+
+def get_profile(name: str) -> InstanceProfile:
+    """`h200`, `mi300x:8` (eight GPUs) or a DigitalOcean size slug such as `gpu-mi300x8-1536gb`."""
+    base, _, count = name.lower().partition(":")
+    if slug := _SLUG.match(base):
+        base, count = slug.group("model"), slug.group("count")
+    try:
+        profile = PROFILES[base]
+    except KeyError:
+        known = ", ".join(sorted(PROFILES))
+        raise UnknownProfile(f"unknown profile {name!r}; known: {known}") from None
+    return replace(profile, gpu_count=int(count)) if count else profile
