@@ -51,7 +51,11 @@ class EmulatorSettings:
             if key not in names or key in {"host", "port", "state_file"}:
                 raise ValueError(f"unknown or fixed setting: {key}")
             current = getattr(self, key)
-            if isinstance(current, bool) or current is None:
+            if key == "tokens":
+                if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+                    raise ValueError("tokens must be a list of strings")
+                setattr(self, key, value)
+            elif isinstance(current, bool) or current is None:
                 setattr(self, key, value)
             elif isinstance(current, (int, float)) and not isinstance(current, bool):
                 setattr(self, key, type(current)(value))
