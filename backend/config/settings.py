@@ -199,8 +199,14 @@ if env_bool("LABGPU_PRODUCTION"):
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
-EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND",
-                               "django.core.mail.backends.console.EmailBackend")
+# Django 6.1 configures mail through MAILERS (EMAIL_BACKEND is deprecated).
+MAILERS = {
+    "default": {
+        "BACKEND": os.environ.get(
+            "DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
+        )
+    }
+}
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "LabGPU <labgpu@localhost>")
 
 LOGGING = {

@@ -1,0 +1,101 @@
+# LabGPU — one entry point for people, scripts and CI. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PORT ?= 8000
+EMULATOR_PORT ?= 8010
+VENV ?= .venv
+BACKEND := backend
+# The first Python >= 3.12 found: $(PYTHON) if given, then python3.13/3.12 on PATH, then pyenv's.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
+	$$(ls -d $$HOME/.pyenv/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV); do \
+	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' \
+	  2>/dev/null && { command -v $$p; break; }; done)
+PY := $(CURDIR)/$(VENV)/bin/python
+MANAGE := cd $(BACKEND) && $(PY) manage.py
+STAMP := $(VENV)/.installed
+HAS_FRONTEND := $(wildcard frontend/package.json)
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): backend/requirements.lock backend/pyproject.toml $(wildcard agent/pyproject.toml)
+	@test -n "$(PYTHON)" || { echo "No Python >= 3.12 found; pass PYTHON=/path/to/python3.12"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip "uv>=0.5"
+	$(VENV)/bin/uv pip install --python $(PY) --quiet -r backend/requirements.lock
+	$(VENV)/bin/uv pip install --python $(PY) --quiet --no-deps -e backend $(if $(wildcard agent/pyproject.toml),-e agent)
+	@touch $@
+
+.PHONY: install
+install: $(STAMP) ## Create the virtualenv and install the locked dependencies
+
+.PHONY: lock
+lock: ## Re-resolve backend/requirements.lock from pyproject.toml files
+	$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --extra test --universal \
+	  backend/pyproject.toml $(if $(wildcard agent/pyproject.toml),agent/pyproject.toml) \
+	  -o backend/requirements.lock
+
+.PHONY: migrate
+migrate: install ## Apply database migrations
+	@mkdir -p var
+	$(MANAGE) migrate --noinput
+
+.PHONY: manage
+manage: install ## Run manage.py: make manage ARGS="seed_demo --json"
+	@mkdir -p var
+	$(MANAGE) $(ARGS)
+
+.PHONY: frontend
+frontend: ## Build the SPA into frontend/dist (Django serves it at /)
+ifneq ($(HAS_FRONTEND),)
+	cd frontend && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run build
+else
+	@echo "No frontend yet; the API is served alone."
+endif
+
+.PHONY: run
+run: migrate frontend ## Migrate, load demo data once, and serve http://127.0.0.1:$(PORT)
+	@test -f var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite) || { \
+	  $(MANAGE) seed_demo && touch $(CURDIR)/var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite); }
+	$(MANAGE) collectstatic --noinput --verbosity 0
+	@echo "LabGPU on http://127.0.0.1:$(PORT)  (demo users: alice, bob, carol… password labgpu-demo)"
+	cd $(BACKEND) && exec $(CURDIR)/$(VENV)/bin/gunicorn config.wsgi --bind 127.0.0.1:$(PORT) \
+	  --workers 3 --access-logfile - --graceful-timeout 5
+
+.PHONY: dev
+dev: migrate ## Django on :8000 plus Vite with hot reload on :5173
+	$(MANAGE) runserver 127.0.0.1:$(PORT) & cd frontend && npm run dev
+
+.PHONY: lint
+lint: install ## ruff, migrations and schema drift
+	$(VENV)/bin/ruff check backend agent
+	$(MANAGE) makemigrations --check --dry-run
+	$(MANAGE) spectacular --validate --fail-on-warn --file /tmp/labgpu-openapi.yaml
+	diff -u backend/openapi.yaml /tmp/labgpu-openapi.yaml || \
+	  { echo "backend/openapi.yaml is stale: run 'make schema'"; exit 1; }
+
+.PHONY: schema
+schema: install ## Regenerate backend/openapi.yaml from the code
+	$(MANAGE) spectacular --validate --fail-on-warn --file openapi.yaml
+
+.PHONY: test
+test: install ## Install what is needed and run every test (DATABASE_URL=postgres://… for PostgreSQL)
+	@mkdir -p var
+	$(MAKE) lint
+	cd $(BACKEND) && $(PY) -m pytest
+ifneq ($(wildcard agent/pyproject.toml),)
+	cd agent && $(PY) -m pytest
+endif
+ifneq ($(HAS_FRONTEND),)
+	$(MAKE) test-frontend
+endif
+
+.PHONY: test-frontend
+test-frontend: ## Frontend lint, type check and unit tests
+	cd frontend && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run lint && npm run test:unit
+
+.PHONY: clean
+clean: ## Remove the virtualenv, build output and local data
+	rm -rf $(VENV) var frontend/dist

@@ -1,0 +1,121 @@
+"""Shared fixtures. Personas as in STYLE.md: alice (researcher) and bob (lab admin) of the vision
+lab, carol (site admin), mallory (researcher of another lab)."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.servers.basehttp import WSGIServer
+from rest_framework.test import APIClient
+
+from labgpu.accounts.models import Membership
+from labgpu.accounts.services import token_create
+from labgpu.accounts.tests.factories import LabFactory, MembershipFactory, UserFactory
+from labgpu.catalog.tests.factories import InstanceTypeFactory, NodePoolFactory
+from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
+from labgpu.quotas.tests.factories import QuotaFactory
+
+# The live test server listens with Django's small default backlog (10); the race tests open 32
+# connections at once, which a production server (gunicorn: 2048) would simply queue.
+WSGIServer.request_queue_size = 128
+
+
+@pytest.fixture
+def vision_lab(db):
+    return LabFactory(name="Vision Lab", slug="vision")
+
+
+@pytest.fixture
+def other_lab(db):
+    return LabFactory(name="Language Lab", slug="language")
+
+
+@pytest.fixture
+def alice(vision_lab):
+    user = UserFactory(username="alice", timezone="Asia/Shanghai")
+    MembershipFactory(user=user, lab=vision_lab)
+    return user
+
+
+@pytest.fixture
+def bob(vision_lab):
+    user = UserFactory(username="bob")
+    MembershipFactory(user=user, lab=vision_lab, role=Membership.Role.LAB_ADMIN)
+    return user
+
+
+@pytest.fixture
+def carol(db):
+    return UserFactory(username="carol", is_staff=True)
+
+
+@pytest.fixture
+def mallory(other_lab):
+    user = UserFactory(username="mallory")
+    MembershipFactory(user=user, lab=other_lab)
+    return user
+
+
+@pytest.fixture
+def instance_type(db):
+    return InstanceTypeFactory(name="AMD MI300X ×1", slug="mi300x-1")
+
+
+@pytest.fixture
+def pool(instance_type):
+    return NodePoolFactory(name="MI300X tor1", slug="mi300x-tor1", instance_type=instance_type,
+                           capacity=2, max_days_ahead=60)
+
+
+@pytest.fixture
+def quotas(instance_type, vision_lab, other_lab):
+    """Generous quotas for both labs for this month and the next two."""
+    month = month_start(now())
+    made = []
+    for _ in range(3):
+        for lab in (vision_lab, other_lab):
+            made.append(QuotaFactory(lab=lab, instance_type=instance_type, month=month))
+        month = next_month(month)
+    return made
+
+
+@pytest.fixture
+def tomorrow() -> datetime:
+    """An hour-aligned moment about a day ahead, well inside every pool's booking horizon."""
+    return ceil_to_grid(now() + timedelta(days=1), 60)
+
+
+@pytest.fixture
+def mid_next_month() -> datetime:
+    """10:00 UTC on the 15th of next month: far from any month boundary, for quota arithmetic."""
+    first = next_month(month_start(now()))
+    return datetime(first.year, first.month, 15, 10, tzinfo=UTC)
+
+
+def client_for(user, *, scopes=None) -> APIClient:
+    client = APIClient()
+    if scopes is None:
+        client.force_authenticate(user)
+    else:
+        _, raw = token_create(user=user, name="test", scopes=scopes)
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+@pytest.fixture
+def as_alice(alice):
+    return client_for(alice)
+
+
+@pytest.fixture
+def as_bob(bob):
+    return client_for(bob)
+
+
+@pytest.fixture
+def as_carol(carol):
+    return client_for(carol)
+
+
+@pytest.fixture
+def as_mallory(mallory):
+    return client_for(mallory)

@@ -1,0 +1,214 @@
+"""Each booking rule answers with a clear error and a stable code (docs/api.md lists them)."""
+
+from datetime import timedelta
+
+import pytest
+
+from labgpu.accounts.tests.factories import LabFactory, MembershipFactory
+from labgpu.bookings.models import Booking
+from labgpu.catalog.tests.factories import BlackoutFactory, NodePoolFactory
+from labgpu.core.timeutils import now
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/bookings/"
+
+
+def book(client, pool, start, end, **extra):
+    body = {"pool": pool.pk, "end": end.isoformat(), "purpose": "test", **extra}
+    if start is not None:
+        body["start"] = start.isoformat()
+    return client.post(URL, body, format="json")
+
+
+def assert_error(response, status, code, field=None):
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert body["code"] == code, body
+    assert body["message"]
+    if field:
+        assert field in body["extra"]["fields"], body
+
+
+def test_a_valid_booking_is_scheduled(as_alice, pool, quotas, tomorrow):
+    response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2))
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "scheduled"
+    assert body["gpu_hours"] == "2.00"
+    assert body["estimated_cost"] == "3.98"
+    assert body["lab"]["slug"] == "vision"
+
+
+def test_naive_datetime_is_rejected(as_alice, pool, quotas, tomorrow):
+    response = as_alice.post(URL, {"pool": pool.pk, "start": "2030-01-01T10:00:00",
+                                   "end": "2030-01-01T12:00:00"}, format="json")
+    assert_error(response, 400, "naive_datetime", "start")
+
+
+def test_end_before_start_is_rejected(as_alice, pool, quotas, tomorrow):
+    assert_error(book(as_alice, pool, tomorrow, tomorrow), 400, "end_before_start", "end")
+
+
+def test_off_granularity_is_rejected(as_alice, pool, quotas, tomorrow):
+    start = tomorrow + timedelta(minutes=7)
+    assert_error(book(as_alice, pool, start, start + timedelta(hours=1)), 400, "off_granularity",
+                 "start")
+
+
+def test_too_short_and_too_long_are_rejected(as_alice, quotas, instance_type, tomorrow):
+    pool = NodePoolFactory(instance_type=instance_type, granularity_minutes=15,
+                           min_duration_minutes=60, max_duration_minutes=120)
+    assert_error(book(as_alice, pool, tomorrow, tomorrow + timedelta(minutes=30)), 400,
+                 "too_short", "end")
+    assert_error(book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=3)), 400, "too_long",
+                 "end")
+
+
+def test_too_far_ahead_is_rejected(as_alice, pool, quotas, tomorrow):
+    start = tomorrow + timedelta(days=pool.max_days_ahead + 1)
+    assert_error(book(as_alice, pool, start, start + timedelta(hours=1)), 400, "too_far_ahead",
+                 "start")
+
+
+def test_start_in_the_past_is_rejected(as_alice, pool, quotas, tomorrow):
+    start = tomorrow - timedelta(days=2)
+    assert_error(book(as_alice, pool, start, start + timedelta(hours=1)), 400, "start_in_past",
+                 "start")
+
+
+def test_overlapping_a_blackout_is_rejected(as_alice, pool, quotas, tomorrow):
+    BlackoutFactory(pool=pool, start=tomorrow + timedelta(hours=1),
+                    end=tomorrow + timedelta(hours=3))
+    response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2))
+    assert_error(response, 400, "blackout", "start")
+    assert response.json()["extra"]["blackout"]["reason"] == "Rack maintenance"
+
+
+def test_booking_for_a_lab_you_are_not_in_is_rejected(as_alice, pool, quotas, other_lab,
+                                                      tomorrow):
+    response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1), lab=other_lab.pk)
+    assert_error(response, 403, "not_a_member", "lab")
+
+
+def test_member_of_several_labs_must_name_one(as_alice, alice, pool, quotas, other_lab, tomorrow):
+    MembershipFactory(user=alice, lab=other_lab)
+    assert_error(book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1)), 400,
+                 "lab_required", "lab")
+    response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1), lab=other_lab.pk)
+    assert response.status_code == 201
+    assert response.json()["lab"]["slug"] == "language"
+
+
+def test_lab_not_allowed_on_pool_is_rejected(as_alice, pool, quotas, other_lab, tomorrow):
+    pool.allowed_labs.set([other_lab])
+    # The pool is invisible to alice's lab, so it is not even a valid choice.
+    response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1))
+    assert response.status_code == 400
+    assert "pool" in response.json()["extra"]["fields"]
+
+
+def test_lab_not_allowed_when_pool_visible_through_another_lab(as_alice, alice, pool, quotas,
+                                                               other_lab, vision_lab, tomorrow):
+    MembershipFactory(user=alice, lab=other_lab)
+    pool.allowed_labs.set([other_lab])
+    response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1), lab=vision_lab.pk)
+    assert_error(response, 403, "lab_not_allowed", "pool")
+
+
+def test_member_weekly_hours_limit(as_alice, alice, vision_lab, pool, quotas, tomorrow):
+    alice.memberships.filter(lab=vision_lab).update(max_hours_per_week=3)
+    assert book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2)).status_code == 201
+    response = book(as_alice, pool, tomorrow + timedelta(hours=3), tomorrow + timedelta(hours=5))
+    assert_error(response, 409, "member_hours_exceeded")
+    assert response.json()["extra"]["remaining_hours"] == 1
+
+
+def test_member_concurrent_bookings_limit(as_alice, alice, vision_lab, pool, quotas, tomorrow):
+    alice.memberships.filter(lab=vision_lab).update(max_concurrent_bookings=1)
+    assert book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2)).status_code == 201
+    response = book(as_alice, pool, tomorrow + timedelta(hours=1), tomorrow + timedelta(hours=3))
+    assert_error(response, 409, "member_concurrency_exceeded")
+    # A later, non-overlapping booking is fine.
+    later = tomorrow + timedelta(hours=5)
+    assert book(as_alice, pool, later, later + timedelta(hours=1)).status_code == 201
+
+
+def test_full_pool_answers_409_with_next_free_windows(as_alice, pool, quotas, tomorrow):
+    for _ in range(pool.capacity):
+        assert book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2)).status_code == 201
+    response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2))
+    assert_error(response, 409, "pool_full")
+    windows = response.json()["extra"]["next_free"]
+    assert windows, "a full pool must suggest where to go instead"
+    first_start = windows[0]["start"]
+    # Free again once the booked nodes are torn down (end + grace) and the next one provisioned.
+    from datetime import datetime
+    assert datetime.fromisoformat(first_start) >= tomorrow + timedelta(hours=2, minutes=15)
+    follow = book(as_alice, pool, datetime.fromisoformat(first_start),
+                  datetime.fromisoformat(windows[0]["end"]))
+    assert follow.status_code == 201, follow.content
+
+
+def test_quota_exceeded_reports_hours_remaining(as_alice, pool, quotas, mid_next_month):
+    for quota in quotas:
+        quota.gpu_hours = 3
+        quota.save()
+    start = mid_next_month
+    assert book(as_alice, pool, start, start + timedelta(hours=2)).status_code == 201
+    later = start + timedelta(hours=4)
+    response = book(as_alice, pool, later, later + timedelta(hours=2))
+    assert_error(response, 409, "quota_exceeded")
+    assert response.json()["extra"]["remaining_gpu_hours"] == "1.00"
+
+
+def test_no_quota_means_no_booking(as_alice, pool, tomorrow):
+    response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1))
+    assert_error(response, 409, "quota_exceeded")
+
+
+def test_pool_requiring_approval_books_pending_and_holds_the_slot(as_alice, quotas, instance_type,
+                                                                   tomorrow):
+    pool = NodePoolFactory(instance_type=instance_type, capacity=1, requires_approval=True)
+    first = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1))
+    assert first.status_code == 201 and first.json()["status"] == "pending"
+    assert_error(book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1)), 409, "pool_full")
+
+
+def test_on_demand_booking_starts_now_and_is_due_at_once(as_alice, pool, quotas):
+    end = now() + timedelta(hours=2)
+    end = end.replace(minute=0 if end.minute < 30 else 30, second=0, microsecond=0)
+    response = book(as_alice, pool, None, end)
+    assert response.status_code == 201, response.content
+    booking = Booking.objects.get(pk=response.json()["id"])
+    assert booking.on_demand
+    assert abs((booking.start - now()).total_seconds()) < 5
+    assert booking.reserved_start == booking.start  # no lead: provisioning is due immediately
+
+
+def test_on_demand_within_the_current_minute_is_exempt_from_granularity(as_alice, pool, quotas):
+    end = (now() + timedelta(hours=3)).replace(minute=0, second=0, microsecond=0)
+    response = book(as_alice, pool, now() - timedelta(seconds=20), end)
+    assert response.status_code == 201, response.content
+    assert response.json()["on_demand"] is True
+
+
+def test_unknown_pool_and_missing_fields_name_the_field(as_alice, quotas, tomorrow):
+    response = as_alice.post(URL, {"pool": 999999}, format="json")
+    assert response.status_code == 400
+    fields = response.json()["extra"]["fields"]
+    assert "pool" in fields and "end" in fields
+
+
+def test_non_members_cannot_book_at_all(pool, quotas, tomorrow):
+    from conftest import client_for
+
+    from labgpu.accounts.tests.factories import UserFactory
+
+    stranger = client_for(UserFactory(username="stranger"))
+    response = book(stranger, pool, tomorrow, tomorrow + timedelta(hours=1))
+    assert response.status_code == 400  # no pool is visible to someone without a lab
+    assert "pool" in response.json()["extra"]["fields"]
+
+
+def test_lab_factory_is_independent():
+    assert LabFactory._meta.model.__name__ == "Lab"
