@@ -25,7 +25,7 @@ AGENT_VENV = "/opt/labgpu-agent"
 
 # Values that go into agent.env and onto the agent's command line: no whitespace, quotes,
 # `$`, `%` (systemd specifiers) or shell metacharacters.
-_SAFE_VALUE = re.compile(r"^[A-Za-z0-9._~:/?#\[\]@!&'()*+,;=%-]+$")
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9._~:/?#\[\]@!&*+,=-]+$")
 _SAFE_TOKEN = re.compile(r"^[A-Za-z0-9._~+/=-]{8,512}$")
 _SAFE_PROFILE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SAFE_PIP_SPEC = re.compile(r"^[A-Za-z0-9._\-\[\],<>=!~@:/+]{1,300}$")

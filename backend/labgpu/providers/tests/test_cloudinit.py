@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import pytest
+
+from labgpu.providers.cloudinit import AGENT_ENV_PATH, parse_user_data, render_user_data
+
+yaml = pytest.importorskip("yaml")
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests alice@lab"
+
+
+def render(**overrides):
+    options = {"api_url": "https://labgpu.example.org", "bootstrap_token": "bt_0123456789abcdef"}
+    options.update(overrides)
+    return render_user_data(**options)
+
+
+def test_user_data_is_cloud_config_that_installs_and_starts_the_agent():
+    text = render(ssh_authorized_keys=[KEY])
+    doc = yaml.safe_load(text)
+
+    assert text.startswith("#cloud-config\n")
+    files = {f["path"]: f for f in doc["write_files"]}
+    assert files[AGENT_ENV_PATH]["permissions"] == "0600"
+    unit = files["/etc/systemd/system/labgpu-agent.service"]["content"]
+    assert (
+        "labgpu-agent run --api ${LABGPU_API} --token ${LABGPU_BOOTSTRAP_TOKEN}" in unit
+    )
+    assert f"EnvironmentFile={AGENT_ENV_PATH}" in unit
+    commands = [" ".join(map(str, c)) for c in doc["runcmd"]]
+    assert any("pip install --upgrade labgpu-agent" in c for c in commands)
+    assert any("enable --now labgpu-agent.service" in c for c in commands)
+    assert doc["ssh_authorized_keys"] == [KEY]
+    assert len(text.encode()) <= 64 * 1024
+
+
+def test_parse_user_data_reads_back_the_agent_settings():
+    assert parse_user_data(render()) == {
+        "LABGPU_API": "https://labgpu.example.org",
+        "LABGPU_BOOTSTRAP_TOKEN": "bt_0123456789abcdef",
+    }
+    with_profile = parse_user_data(render(agent_profile="faulty-ecc"))
+    assert with_profile["LABGPU_FIXTURE_PROFILE"] == "faulty-ecc"
+    assert "--fixture-profile ${LABGPU_FIXTURE_PROFILE}" in render(agent_profile="faulty-ecc")
+
+
+def test_parse_user_data_of_foreign_user_data_is_empty():
+    assert parse_user_data("#cloud-config\nruncmd:\n  - touch /test.txt\n") == {}
+    assert parse_user_data(None) == {}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"bootstrap_token": "abc def 123456"},
+        {"bootstrap_token": "token$(reboot)"},
+        {"bootstrap_token": "tok\nLABGPU_API=http://evil"},
+        {"api_url": "https://x.example/\nLABGPU_API=http://evil"},
+        {"api_url": "ftp://x.example"},
+        {"api_url": "https://x.example/'quote"},
+        {"agent_profile": "healthy mi300x"},
+        {"ssh_authorized_keys": ["not a key"]},
+    ],
+)
+def test_values_that_could_escape_their_line_are_refused(overrides):
+    with pytest.raises(ValueError):
+        render(**overrides)
+
+
+def test_user_data_over_64_kib_is_refused():
+    many_keys = [f"ssh-ed25519 {'A' * 180} key{i}" for i in range(400)]
+    with pytest.raises(ValueError, match="64 KiB"):
+        render(ssh_authorized_keys=many_keys)

@@ -1,0 +1,134 @@
+"""Retry decisions in isolation, on a scripted transport (no server, no real sleeping)."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from labgpu.providers import DropletSpec, ProviderAmbiguousCreate, ProviderPermanentError
+from labgpu.providers.digitalocean import DigitalOceanDriver
+
+SIZES_PAGE = {"sizes": [], "links": {}, "meta": {"total": 0}}
+
+
+def scripted(*steps: Callable[[httpx.Request], httpx.Response] | httpx.Response | Exception):
+    """A transport answering each request with the next step; records the requests."""
+    seen: list[httpx.Request] = []
+    queue = list(steps)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        step = queue.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step(request) if callable(step) else step
+
+    return httpx.MockTransport(handler), seen
+
+
+def make(transport: httpx.MockTransport, waits: list[float], **options) -> DigitalOceanDriver:
+    return DigitalOceanDriver(
+        base_url="https://api.digitalocean.com",
+        token="t0ken-for-tests",
+        transport=transport,
+        sleep=waits.append,
+        backoff_base_s=0.5,
+        **options,
+    )
+
+
+def too_many(**headers: str) -> httpx.Response:
+    return httpx.Response(
+        429, json={"id": "too_many_requests", "message": "API rate limit exceeded."}, headers=headers
+    )
+
+
+def test_retry_after_seconds_is_the_wait():
+    transport, seen = scripted(too_many(**{"retry-after": "7"}), httpx.Response(200, json=SIZES_PAGE))
+    waits: list[float] = []
+
+    make(transport, waits).sizes()
+
+    assert waits == [7.0]
+    assert len(seen) == 2
+
+
+def test_retry_after_as_an_http_date_is_understood():
+    when = email.utils.formatdate(time.time() + 12, usegmt=True)
+    transport, _ = scripted(too_many(**{"retry-after": when}), httpx.Response(200, json=SIZES_PAGE))
+    waits: list[float] = []
+
+    make(transport, waits).sizes()
+
+    assert 10 <= waits[0] <= 12
+
+
+def test_ratelimit_reset_is_used_when_retry_after_is_missing():
+    reset = str(int(time.time()) + 9)
+    transport, _ = scripted(too_many(**{"ratelimit-reset": reset}), httpx.Response(200, json=SIZES_PAGE))
+    waits: list[float] = []
+
+    make(transport, waits).sizes()
+
+    assert 7.5 <= waits[0] <= 9
+
+
+def test_read_timeout_on_get_is_retried_with_growing_jittered_backoff():
+    transport, seen = scripted(
+        httpx.ReadTimeout("slow"), httpx.ReadTimeout("slow"), httpx.Response(200, json=SIZES_PAGE)
+    )
+    waits: list[float] = []
+
+    make(transport, waits).sizes()
+
+    assert len(seen) == 3
+    assert 0.25 <= waits[0] <= 0.5 and 0.5 <= waits[1] <= 1.0
+
+
+def test_read_timeout_on_create_is_ambiguous_and_not_resent():
+    transport, seen = scripted(httpx.ReadTimeout("slow"))
+    waits: list[float] = []
+    spec = DropletSpec(node_id=77, region="tor1", size="gpu-mi300x1-192gb", image="gpu-amd-base")
+
+    with pytest.raises(ProviderAmbiguousCreate) as excinfo:
+        make(transport, waits).create(spec)
+
+    assert excinfo.value.tag == "labgpu-node-77"
+    assert len(seen) == 1 and waits == []
+
+
+def test_pagination_never_sends_the_token_to_another_origin():
+    page1 = {
+        "droplets": [],
+        "links": {"pages": {"next": "https://evil.example.com/v2/droplets?page=2&per_page=200&type=gpus"}},
+        "meta": {"total": 0},
+    }
+    page2 = {"droplets": [], "links": {}, "meta": {"total": 0}}
+    transport, seen = scripted(httpx.Response(200, json=page1), httpx.Response(200, json=page2))
+
+    assert make(transport, []).list_ours() == []
+
+    assert [r.url.host for r in seen] == ["api.digitalocean.com", "api.digitalocean.com"]
+    assert seen[1].url.params["page"] == "2"
+
+
+def test_user_data_over_64_kib_is_refused_before_sending():
+    transport, seen = scripted()
+    spec = DropletSpec(
+        node_id=1, region="tor1", size="gpu-mi300x1-192gb", image="gpu-amd-base",
+        user_data="#" * (64 * 1024 + 1),
+    )
+
+    with pytest.raises(ProviderPermanentError, match="64 KiB"):
+        make(transport, []).create(spec)
+    assert seen == []
+
+
+def test_plain_http_is_refused_for_anything_but_loopback():
+    with pytest.raises(ValueError, match="non-loopback"):
+        DigitalOceanDriver(base_url="http://api.example.com", token="t")
+    DigitalOceanDriver(base_url="http://127.0.0.1:8010", token="t").close()
