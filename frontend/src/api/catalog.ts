@@ -36,11 +36,15 @@ export function poolAvailability(
 }
 
 export function poolBusy(pool: number, range: { start: string; end: string }): Promise<BusyBlock[]> {
-  return fetchAllPages((page) =>
-    unwrap(
+  return fetchAllPages(async (page) => {
+    const data: unknown = await unwrap(
       api.GET('/api/v1/pools/{id}/busy/', {
         params: { path: { id: pool }, query: { ...range, page, page_size } },
       }),
-    ),
-  )
+    )
+    // The schema declares a page, but the view answers with a plain list: accept both.
+    return Array.isArray(data)
+      ? { results: data as BusyBlock[], next: null }
+      : (data as { results: BusyBlock[]; next?: string | null })
+  })
 }

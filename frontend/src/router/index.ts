@@ -1,6 +1,6 @@
 import { createRouter, createWebHistory, type RouteLocationNormalized } from 'vue-router'
 
-import { i18n } from '@/i18n'
+import { hasStoredLocale, i18n, matchLocale, setLocale } from '@/i18n'
 import { useSessionStore } from '@/stores/session'
 import { routes } from './routes'
 
@@ -28,7 +28,12 @@ export function guard(to: RouteLocationNormalized, session: ReturnType<typeof us
 
 router.beforeEach(async (to) => {
   const session = useSessionStore()
-  if (!session.loaded) await session.load()
+  if (!session.loaded) {
+    await session.load()
+    // The profile's language applies unless this browser has chosen one.
+    const preferred = matchLocale(session.me?.language)
+    if (preferred && !hasStoredLocale()) setLocale(preferred, false)
+  }
   return guard(to, session)
 })
 

@@ -118,6 +118,11 @@ export function monthOf(date: Date, timeZone: string): string {
   return `${w.year}-${pad(w.month)}`
 }
 
+/** The API names a month by its first day (`YYYY-MM-01`). */
+export function monthParam(yearMonth: string): string {
+  return `${yearMonth.slice(0, 7)}-01`
+}
+
 export function hoursBetween(start: Date, end: Date): number {
   return (end.getTime() - start.getTime()) / 3600_000
 }
