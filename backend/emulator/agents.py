@@ -71,9 +71,12 @@ class AgentSupervisor:
             return
         argv += [
             "run",
-            "--api", env_conf["LABGPU_API"],
-            "--token", env_conf["LABGPU_BOOTSTRAP_TOKEN"],
-            "--fixture-profile", profile,
+            "--api",
+            env_conf["LABGPU_API"],
+            "--token",
+            env_conf["LABGPU_BOOTSTRAP_TOKEN"],
+            "--fixture-profile",
+            profile,
         ]
         env = {
             **os.environ,
@@ -111,9 +114,7 @@ class AgentSupervisor:
         self._procs[droplet.id] = proc
         info.status, info.pid, info.exit_code = "running", proc.pid, None
         info.starts += 1
-        logger.info(
-            "droplet %s: agent started (pid %s, profile %s)", droplet.id, proc.pid, profile
-        )
+        logger.info("droplet %s: agent started (pid %s, profile %s)", droplet.id, proc.pid, profile)
 
     def poll(self, droplets: dict[int, EmuDroplet]) -> bool:
         """Note agents that exited on their own. Returns True when anything changed."""
@@ -126,7 +127,9 @@ class AgentSupervisor:
             droplet = droplets.get(droplet_id)
             if droplet is not None:
                 droplet.agent.status, droplet.agent.exit_code, droplet.agent.pid = (
-                    "exited", code, None,
+                    "exited",
+                    code,
+                    None,
                 )
                 changed = True
             logger.info("droplet %s: agent exited with %s", droplet_id, code)

@@ -41,8 +41,8 @@ class RateLimiter:
     def __init__(self) -> None:
         self._log: dict[str, deque[float]] = defaultdict(deque)
 
-    def check(self, key: str, limit: int, window_s: float, now: float) -> tuple[bool, int, int]:
-        """(allowed, remaining, reset unix time); charges the request when allowed."""
+    def check(self, key: str, limit: int, window_s: float, now: float) -> tuple[bool, int, float]:
+        """(allowed, remaining, when a slot frees as unix time); charges the request if allowed."""
         log = self._log[key]
         while log and log[0] <= now - window_s:
             log.popleft()
@@ -50,7 +50,7 @@ class RateLimiter:
         if allowed:
             log.append(now)
         remaining = max(0, limit - len(log))
-        reset = math.ceil(log[0] + window_s) if log else math.ceil(now + window_s)
+        reset = log[0] + window_s if log else now + window_s
         return allowed, remaining, reset
 
     def reset(self) -> None:
@@ -261,7 +261,12 @@ class Emulator:
         auth = request.headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
         if not token or (self.settings.tokens and token not in self.settings.tokens):
-            return self._respond(401, {"id": "unauthorized", "message": "Unable to authenticate you"}, headers, request_id)
+            return self._respond(
+                401,
+                {"id": "unauthorized", "message": "Unable to authenticate you"},
+                headers,
+                request_id,
+            )
 
         key = hashlib.sha256(token.encode()).hexdigest()
         allowed, remaining, reset = self.limiter.check(
@@ -271,14 +276,16 @@ class Emulator:
             {
                 "ratelimit-limit": str(self.settings.rate_limit),
                 "ratelimit-remaining": str(remaining),
-                "ratelimit-reset": str(reset),
+                "ratelimit-reset": str(math.ceil(reset)),
             }
         )
         if not allowed:
             self.counters.rate_limited += 1
             headers["retry-after"] = str(max(1, math.ceil(reset - now)))
             return self._respond(
-                429, {"id": "too_many_requests", "message": "API rate limit exceeded."}, headers,
+                429,
+                {"id": "too_many_requests", "message": "API rate limit exceeded."},
+                headers,
                 request_id,
             )
 
@@ -299,7 +306,9 @@ class Emulator:
 
         if faults.error_rate_5xx and random.random() < faults.error_rate_5xx:  # noqa: S311
             self.counters.faults_injected += 1
-            return self._respond(500, {"id": "server_error", "message": _message(500)}, headers, request_id)
+            return self._respond(
+                500, {"id": "server_error", "message": _message(500)}, headers, request_id
+            )
 
         status, body = await self._run(request, handler)
         if faults.timeout_rate and random.random() < faults.timeout_rate:  # noqa: S311
@@ -468,7 +477,9 @@ def create_app(settings: EmulatorSettings) -> Starlette:
                 status=str(body.get("status", "active")),
             )
         except ApiError as exc:
-            return JSONResponse({"id": exc.error_id, "message": exc.message}, status_code=exc.status)
+            return JSONResponse(
+                {"id": exc.error_id, "message": exc.message}, status_code=exc.status
+            )
         emu.tick()
         return JSONResponse({"ids": [d.id for d in made]}, status_code=201)
 
@@ -495,7 +506,9 @@ def create_app(settings: EmulatorSettings) -> Starlette:
         task = asyncio.create_task(emu.ticker())
         logger.info(
             "DigitalOcean emulator ready: boot delay %.1fs, %d req/%.0fs per token, state %s",
-            settings.boot_delay_s, settings.rate_limit, settings.rate_window_s,
+            settings.boot_delay_s,
+            settings.rate_limit,
+            settings.rate_window_s,
             settings.state_file or "(memory)",
         )
         try:

@@ -50,9 +50,7 @@ def load_openapi() -> Any:
     return OpenAPI.from_file_path(str(path))
 
 
-def _mock_request(
-    method: str, url: str, headers: Any, body: bytes | None
-) -> Any:
+def _mock_request(method: str, url: str, headers: Any, body: bytes | None) -> Any:
     from openapi_core.testing import MockRequest
 
     parts = urlsplit(url)
@@ -63,7 +61,11 @@ def _mock_request(
         args=parse_qsl(parts.query, keep_blank_values=True),  # type: ignore[arg-type]
         headers={k.lower(): v for k, v in dict(headers).items()},
         data=body or b"",
-        content_type=(dict(headers).get("content-type") or dict(headers).get("Content-Type") or "application/json").split(";")[0],
+        content_type=(
+            dict(headers).get("content-type")
+            or dict(headers).get("Content-Type")
+            or "application/json"
+        ).split(";")[0],
     )
 
 
@@ -158,8 +160,13 @@ class ExchangeRecorder:
             if responses and ex.status is not None:
                 try:
                     validate_response(
-                        ex.method, ex.url, ex.request_headers, ex.request_body,
-                        ex.status, ex.response_headers, ex.response_body,
+                        ex.method,
+                        ex.url,
+                        ex.request_headers,
+                        ex.request_body,
+                        ex.status,
+                        ex.response_headers,
+                        ex.response_body,
                     )
                 except Exception as exc:
                     problems.append(f"response {ex}: {_describe(exc)}")

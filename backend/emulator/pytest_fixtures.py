@@ -16,7 +16,14 @@ import pytest
 from .testing import EmulatorHandle, start_emulator
 
 #: Settings that tests may change through `emulator.configure(...)`; restored before each test.
-_RESTORED = ("boot_delay_s", "ip_delay_s", "rate_limit", "rate_window_s", "max_per_page", "agent_cmd")
+_RESTORED = (
+    "boot_delay_s",
+    "ip_delay_s",
+    "rate_limit",
+    "rate_window_s",
+    "max_per_page",
+    "agent_cmd",
+)
 
 
 @pytest.fixture(scope="session")

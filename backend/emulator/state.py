@@ -270,7 +270,9 @@ class Store:
         if not isinstance(body, dict):
             raise ApiError(400, "bad_request", "The request body must be a JSON object.")
         if "names" in body:
-            raise unprocessable("Creating several droplets at once is not supported by the emulator.")
+            raise unprocessable(
+                "Creating several droplets at once is not supported by the emulator."
+            )
         name = body.get("name")
         if not isinstance(name, str) or len(name) > 255 or not _NAME_RE.match(name):
             raise unprocessable("Name is invalid: only letters, numbers, '.' and '-' are allowed.")
@@ -303,7 +305,9 @@ class Store:
         if not isinstance(tags, list) or not all(
             isinstance(t, str) and _TAG_RE.match(t) for t in tags
         ):
-            raise unprocessable("Tags may contain letters, numbers, colons, dashes and underscores.")
+            raise unprocessable(
+                "Tags may contain letters, numbers, colons, dashes and underscores."
+            )
         if size in self.faults.not_enabled_sizes:
             raise unprocessable(
                 f"Size {size} is not enabled for this account. Request access to GPU Droplets "
@@ -337,7 +341,7 @@ class Store:
             active_at=active_at,
             ip_at=now + min(ip_delay_s, boot_delay_s),
             public_ip=self._allocate_ip(),
-            private_ip=f"10.{(droplet_id >> 16) & 255}.{(droplet_id >> 8) & 255}.{droplet_id & 255}",
+            private_ip=str(ipaddress.ip_address("10.0.0.0") + (droplet_id & 0xFFFFFF)),
             vanish_at=vanish_at,
         )
         self.droplets[droplet_id] = droplet
@@ -444,7 +448,9 @@ class Store:
         image = catalog.find_image(droplet.image) or catalog.IMAGES[0]
         v4: list[dict[str, Any]] = []
         if now >= droplet.ip_at:
-            v4.append({"ip_address": droplet.private_ip, "netmask": "255.255.0.0", "type": "private"})
+            v4.append(
+                {"ip_address": droplet.private_ip, "netmask": "255.255.0.0", "type": "private"}
+            )
             gateway = droplet.public_ip.rsplit(".", 1)[0] + ".1"
             v4.append(
                 {

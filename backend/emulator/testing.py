@@ -204,10 +204,15 @@ def start_emulator(
     tmp_path.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     argv = [
-        sys.executable, "-m", "emulator",
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--state-file", str(tmp_path / "emulator-state.json"),
+        sys.executable,
+        "-m",
+        "emulator",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--state-file",
+        str(tmp_path / "emulator-state.json"),
     ]
     for key, value in settings.items():
         if value is not None:

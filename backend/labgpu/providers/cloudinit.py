@@ -71,8 +71,10 @@ def render_user_data(
     if agent_profile is not None:
         env_lines.append(f"LABGPU_FIXTURE_PROFILE={agent_profile}")
 
+    # ${VAR} (braces) makes systemd pass each value as exactly one argument
     exec_start = (
-        f"{AGENT_VENV}/bin/labgpu-agent run --api ${{LABGPU_API}} --token ${{LABGPU_BOOTSTRAP_TOKEN}}"
+        f"{AGENT_VENV}/bin/labgpu-agent run"
+        " --api ${LABGPU_API} --token ${LABGPU_BOOTSTRAP_TOKEN}"
     )
     if agent_profile is not None:
         exec_start += " --fixture-profile ${LABGPU_FIXTURE_PROFILE}"

@@ -3,14 +3,15 @@
 Why not `pydo`: its default retry policy resends `POST /v2/droplets` on 5xx, which can create a
 second, billed droplet. Here every retry decision is explicit:
 
-| failure                                  | GET / DELETE            | POST /v2/droplets            |
-|------------------------------------------|-------------------------|------------------------------|
-| 429                                      | wait (retry-after), retry | wait, retry (nothing created) |
-| connect error / connect or pool timeout  | backoff, retry          | backoff, retry (never sent)  |
-| 5xx, read/write timeout, dropped response | backoff, retry         | raise ProviderAmbiguousCreate |
-| 401, 403, 422, other 4xx                 | ProviderPermanentError  | ProviderPermanentError       |
-| 404                                      | ProviderNotFound (destroy: success)                    |
+| failure                                   | GET / DELETE       | POST /v2/droplets             |
+|-------------------------------------------|--------------------|-------------------------------|
+| 429                                       | wait, retry        | wait, retry (nothing made)    |
+| connect error, connect or pool timeout    | backoff, retry     | backoff, retry (never sent)   |
+| 5xx, read/write timeout, dropped response | backoff, retry     | ProviderAmbiguousCreate       |
+| 401, 403, 422, other 4xx                  | ProviderPermanentError                             |
+| 404                                       | ProviderNotFound (destroy: success)                |
 
+Waits honour `retry-after`, else `ratelimit-reset`, else exponential backoff with jitter.
 `ProviderAmbiguousCreate` tells the caller to look the droplet up by its tag and adopt it (I-4).
 Retries are bounded (`max_attempts`, `max_retry_wait_s`); beyond that a `ProviderTransientError`
 goes up to the Celery task, which has its own bounded retries.
@@ -203,7 +204,11 @@ class DigitalOceanDriver:
         return [d for d in self.list_gpu_droplets() if tag in d.tags]
 
     def list_ours(self) -> list[Droplet]:
-        return [d for d in self.list_gpu_droplets() if any(t.startswith(self.tag_prefix) for t in d.tags)]
+        return [
+            d
+            for d in self.list_gpu_droplets()
+            if any(t.startswith(self.tag_prefix) for t in d.tags)
+        ]
 
     def sizes(self) -> list[Size]:
         return [_size_from(item) for item in self._paginate("/v2/sizes", "sizes", {})]
@@ -214,9 +219,7 @@ class DigitalOceanDriver:
 
     # -- transport ----------------------------------------------------------------------------
 
-    def _paginate(
-        self, path: str, key: str, params: Mapping[str, Any]
-    ) -> Iterator[dict[str, Any]]:
+    def _paginate(self, path: str, key: str, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         url: str = path
         query: dict[str, Any] | None = {**params, "per_page": self.per_page, "page": 1}
         for _ in range(MAX_PAGES):
@@ -246,7 +249,7 @@ class DigitalOceanDriver:
         json: Any = None,
         create_tag: str | None = None,
     ) -> dict[str, Any]:
-        """Send with bounded retries. `create_tag` marks a non-idempotent create (see module doc)."""
+        """Send with bounded retries; `create_tag` marks the non-idempotent create (module doc)."""
         last: ProviderTransientError | None = None
         for attempt in range(1, self.max_attempts + 1):
             self.budget.acquire()
@@ -296,7 +299,12 @@ class DigitalOceanDriver:
                 break
             logger.info(
                 "%s %s: %s; retry %d/%d in %.2fs",
-                method, _path(url), last, attempt, self.max_attempts - 1, delay,
+                method,
+                _path(url),
+                last,
+                attempt,
+                self.max_attempts - 1,
+                delay,
             )
             self._sleep(delay)
         assert last is not None

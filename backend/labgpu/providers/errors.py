@@ -1,10 +1,10 @@
 """Errors raised by provider drivers.
 
-The split matters to the lifecycle above the driver: a *transient* error is retried (by the driver
-itself, a bounded number of times, then by the Celery task); a *permanent* one fails the node at once
-with the provider's own words, because retrying a 422 "no capacity" or a 401 only burns the rate
-budget. `ProviderNotFound` is its own branch: for `get` it means the droplet is gone (a vanished node),
-and `destroy` swallows it because "already gone" is what destroy wants.
+The split matters to the lifecycle above the driver: a *transient* error is retried (by the
+driver itself, a bounded number of times, then by the Celery task); a *permanent* one fails the
+node at once with the provider's own words, because retrying a 422 "no capacity" or a 401 only
+burns the rate budget. `ProviderNotFound` is its own branch: for `get` it means the droplet is
+gone (a vanished node), and `destroy` swallows it because "already gone" is what destroy wants.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class ProviderError(Exception):
         message: str,
         *,
         status: int | None = None,
-        id: str | None = None,  # noqa: A002 - DigitalOcean's field is called `id`
+        id: str | None = None,
         request_id: str | None = None,
     ) -> None:
         super().__init__(message)
@@ -63,7 +63,7 @@ class ProviderAmbiguousCreate(ProviderTransientError):
 
 
 class ProviderPermanentError(ProviderError):
-    """Retrying will not help: 401/403 (credentials), 422 (no capacity, size not enabled, bad input)."""
+    """Retrying will not help: 401/403 (credentials), 422 (no capacity, size not enabled, …)."""
 
 
 class ProviderNotFound(ProviderError):

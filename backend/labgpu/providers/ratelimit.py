@@ -157,9 +157,7 @@ class RedisRequestBudget:
             args += [limit, int(seconds * 1000)]
         while True:
             try:
-                ok, wait_ms = self._script(
-                    keys=self.keys, args=[*args, uuid.uuid4().hex]
-                )
+                ok, wait_ms = self._script(keys=self.keys, args=[*args, uuid.uuid4().hex])
             except redis.RedisError as exc:
                 self._warn_redis_down(exc)
                 return

@@ -23,9 +23,7 @@ def test_user_data_is_cloud_config_that_installs_and_starts_the_agent():
     files = {f["path"]: f for f in doc["write_files"]}
     assert files[AGENT_ENV_PATH]["permissions"] == "0600"
     unit = files["/etc/systemd/system/labgpu-agent.service"]["content"]
-    assert (
-        "labgpu-agent run --api ${LABGPU_API} --token ${LABGPU_BOOTSTRAP_TOKEN}" in unit
-    )
+    assert "labgpu-agent run --api ${LABGPU_API} --token ${LABGPU_BOOTSTRAP_TOKEN}" in unit
     assert f"EnvironmentFile={AGENT_ENV_PATH}" in unit
     commands = [" ".join(map(str, c)) for c in doc["runcmd"]]
     assert any("pip install --upgrade labgpu-agent" in c for c in commands)

@@ -161,8 +161,13 @@ def test_pydo_drives_the_emulator_create_get_list_destroy(openapi, emulator):
         request, response = pipeline_response.http_request, pipeline_response.http_response
         try:
             contract.validate_response(
-                request.method, request.url, dict(request.headers), request.body,
-                response.status_code, dict(response.headers), response.body(),
+                request.method,
+                request.url,
+                dict(request.headers),
+                request.body,
+                response.status_code,
+                dict(response.headers),
+                response.body(),
             )
         except Exception as exc:
             problems.append(f"{request.method} {request.url}: {exc}")

@@ -55,7 +55,12 @@ def test_create_sends_deterministic_name_node_tag_user_data_and_ssh_keys(make_dr
     driver = make_driver()
     user_data = render_user_data(api_url="http://127.0.0.1:8000", bootstrap_token="boot-token-1")
     droplet = driver.create(
-        spec(42, user_data=user_data, ssh_keys=(289794, "3b:16:e4:bf:8b:00:8b:b8:59:8c:a9:d3:f0:19:fa:45"), tags=("lab:physics",))
+        spec(
+            42,
+            user_data=user_data,
+            ssh_keys=(289794, "3b:16:e4:bf:8b:00:8b:b8:59:8c:a9:d3:f0:19:fa:45"),
+            tags=("lab:physics",),
+        )
     )
 
     assert droplet.name == "labgpu-node-42"
@@ -342,8 +347,13 @@ def test_sizes_carry_exact_hourly_prices_and_gpu_info(make_driver):
     sizes = {s.slug: s for s in make_driver().sizes()}
 
     for slug in (
-        "gpu-mi300x1-192gb", "gpu-mi300x8-1536gb", "gpu-mi325x8-2048gb-contracted",
-        "gpu-mi350x1-288gb", "gpu-mi350x8-2304gb", "gpu-h100x1-80gb", "gpu-h200x1-141gb",
+        "gpu-mi300x1-192gb",
+        "gpu-mi300x8-1536gb",
+        "gpu-mi325x8-2048gb-contracted",
+        "gpu-mi350x1-288gb",
+        "gpu-mi350x8-2304gb",
+        "gpu-h100x1-80gb",
+        "gpu-h200x1-141gb",
     ):
         assert sizes[slug].is_gpu
     mi300x = sizes["gpu-mi300x1-192gb"]

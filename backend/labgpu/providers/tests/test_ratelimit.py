@@ -17,10 +17,16 @@ from labgpu.providers.ratelimit import (
 TOKEN = "dop_v1_budget-test-token-0123456789"
 
 
-def test_two_drivers_on_one_token_share_one_budget(make_driver, emulator, redis_client, budget_prefix):
+def test_two_drivers_on_one_token_share_one_budget(
+    make_driver, emulator, redis_client, budget_prefix
+):
     windows = ((4, 1.0),)
-    first = make_driver(token=TOKEN, budget=redis_client, budget_windows=windows, budget_key_prefix=budget_prefix)
-    second = make_driver(token=TOKEN, budget=redis_client, budget_windows=windows, budget_key_prefix=budget_prefix)
+    first = make_driver(
+        token=TOKEN, budget=redis_client, budget_windows=windows, budget_key_prefix=budget_prefix
+    )
+    second = make_driver(
+        token=TOKEN, budget=redis_client, budget_windows=windows, budget_key_prefix=budget_prefix
+    )
 
     started = time.monotonic()
     for _ in range(4):
@@ -36,7 +42,9 @@ def test_two_drivers_on_one_token_share_one_budget(make_driver, emulator, redis_
 def test_budget_is_keyed_by_a_hash_of_the_token_never_the_token(redis_client, budget_prefix):
     budget = RedisRequestBudget(redis_client, TOKEN, key_prefix=budget_prefix)
     budget.acquire()
-    budget.observe({"ratelimit-limit": "250", "ratelimit-remaining": "249", "ratelimit-reset": "2000000000"})
+    budget.observe(
+        {"ratelimit-limit": "250", "ratelimit-remaining": "249", "ratelimit-reset": "2000000000"}
+    )
 
     keys = [k.decode() for k in redis_client.scan_iter(f"{budget_prefix}:*")]
     assert keys
@@ -49,7 +57,9 @@ def test_budget_is_keyed_by_a_hash_of_the_token_never_the_token(redis_client, bu
 
 def test_parallel_workers_never_exceed_the_window(redis_client, budget_prefix):
     budgets = [
-        RedisRequestBudget(redis_client, TOKEN, windows=((10, 5.0),), key_prefix=budget_prefix, max_wait_s=0.2)
+        RedisRequestBudget(
+            redis_client, TOKEN, windows=((10, 5.0),), key_prefix=budget_prefix, max_wait_s=0.2
+        )
         for _ in range(8)
     ]
     granted = []
@@ -89,11 +99,15 @@ def test_exhausted_budget_beyond_the_wait_bound_raises_transient_with_retry_afte
     assert 25 < (excinfo.value.retry_after or 0) <= 30.1
 
 
-def test_providers_remaining_zero_makes_every_worker_wait_for_the_reset(redis_client, budget_prefix):
+def test_providers_remaining_zero_makes_every_worker_wait_for_the_reset(
+    redis_client, budget_prefix
+):
     budget = RedisRequestBudget(redis_client, TOKEN, key_prefix=budget_prefix, max_wait_s=0.1)
     other_worker = RedisRequestBudget(redis_client, TOKEN, key_prefix=budget_prefix, max_wait_s=0.1)
     reset = int(time.time()) + 20
-    budget.observe({"ratelimit-limit": "5000", "ratelimit-remaining": "0", "ratelimit-reset": str(reset)})
+    budget.observe(
+        {"ratelimit-limit": "5000", "ratelimit-remaining": "0", "ratelimit-reset": str(reset)}
+    )
 
     with pytest.raises(BudgetExhausted) as excinfo:
         other_worker.acquire()
@@ -114,7 +128,9 @@ def test_budget_fails_open_when_redis_is_down(caplog):
 
 def test_local_budget_waits_for_its_sliding_window():
     waits: list[float] = []
-    budget = LocalRequestBudget(windows=((2, 0.3),), sleep=lambda s: (waits.append(s), time.sleep(s)))
+    budget = LocalRequestBudget(
+        windows=((2, 0.3),), sleep=lambda s: (waits.append(s), time.sleep(s))
+    )
 
     for _ in range(3):
         budget.acquire()

@@ -43,12 +43,16 @@ def make(transport: httpx.MockTransport, waits: list[float], **options) -> Digit
 
 def too_many(**headers: str) -> httpx.Response:
     return httpx.Response(
-        429, json={"id": "too_many_requests", "message": "API rate limit exceeded."}, headers=headers
+        429,
+        json={"id": "too_many_requests", "message": "API rate limit exceeded."},
+        headers=headers,
     )
 
 
 def test_retry_after_seconds_is_the_wait():
-    transport, seen = scripted(too_many(**{"retry-after": "7"}), httpx.Response(200, json=SIZES_PAGE))
+    transport, seen = scripted(
+        too_many(**{"retry-after": "7"}), httpx.Response(200, json=SIZES_PAGE)
+    )
     waits: list[float] = []
 
     make(transport, waits).sizes()
@@ -69,7 +73,9 @@ def test_retry_after_as_an_http_date_is_understood():
 
 def test_ratelimit_reset_is_used_when_retry_after_is_missing():
     reset = str(int(time.time()) + 9)
-    transport, _ = scripted(too_many(**{"ratelimit-reset": reset}), httpx.Response(200, json=SIZES_PAGE))
+    transport, _ = scripted(
+        too_many(**{"ratelimit-reset": reset}), httpx.Response(200, json=SIZES_PAGE)
+    )
     waits: list[float] = []
 
     make(transport, waits).sizes()
@@ -104,7 +110,9 @@ def test_read_timeout_on_create_is_ambiguous_and_not_resent():
 def test_pagination_never_sends_the_token_to_another_origin():
     page1 = {
         "droplets": [],
-        "links": {"pages": {"next": "https://evil.example.com/v2/droplets?page=2&per_page=200&type=gpus"}},
+        "links": {
+            "pages": {"next": "https://evil.example.com/v2/droplets?page=2&per_page=200&type=gpus"}
+        },
         "meta": {"total": 0},
     }
     page2 = {"droplets": [], "links": {}, "meta": {"total": 0}}
@@ -119,7 +127,10 @@ def test_pagination_never_sends_the_token_to_another_origin():
 def test_user_data_over_64_kib_is_refused_before_sending():
     transport, seen = scripted()
     spec = DropletSpec(
-        node_id=1, region="tor1", size="gpu-mi300x1-192gb", image="gpu-amd-base",
+        node_id=1,
+        region="tor1",
+        size="gpu-mi300x1-192gb",
+        image="gpu-amd-base",
         user_data="#" * (64 * 1024 + 1),
     )
 

@@ -1,0 +1,437 @@
+"""The emulator over real HTTP: DigitalOcean's behaviour and quirks, faults, persistence, agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from emulator.testing import start_emulator
+from labgpu.providers.cloudinit import render_user_data
+
+AUTH = {"Authorization": "Bearer emulator-test-token"}
+BODY = {
+    "name": "labgpu-node-1",
+    "region": "tor1",
+    "size": "gpu-mi300x1-192gb",
+    "image": "gpu-amd-base",
+    "tags": ["labgpu-node-1"],
+}
+
+
+@pytest.fixture
+def api(emulator):
+    with httpx.Client(base_url=emulator.url, headers=AUTH, timeout=10) as client:
+        yield client
+
+
+def create(api, **overrides) -> dict:
+    response = api.post("/v2/droplets", json={**BODY, **overrides})
+    assert response.status_code == 202, response.text
+    return response.json()["droplet"]
+
+
+def wait_until(predicate, timeout_s: float = 5.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_requests_without_a_bearer_token_get_digitaloceans_401(emulator):
+    response = httpx.get(f"{emulator.url}/v2/droplets")
+
+    assert response.status_code == 401
+    body = response.json()
+    assert body["id"] == "unauthorized" and body["message"] and body["request_id"]
+
+
+def test_every_answer_carries_rate_limit_headers_and_429_comes_with_retry_after(emulator, api):
+    emulator.configure(rate_limit=3, rate_window_s=60)
+
+    answers = [api.get("/v2/sizes") for _ in range(4)]
+
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert [a.headers["ratelimit-remaining"] for a in answers[:3]] == ["2", "1", "0"]
+    assert all(int(a.headers["ratelimit-reset"]) > time.time() for a in answers)
+    assert answers[3].json()["id"] == "too_many_requests"
+    assert 1 <= int(answers[3].headers["retry-after"]) <= 60
+
+
+def test_the_rate_limit_is_per_token(emulator, api):
+    emulator.configure(rate_limit=1, rate_window_s=60)
+    assert api.get("/v2/sizes").status_code == 200
+    assert api.get("/v2/sizes").status_code == 429
+
+    other = httpx.get(f"{emulator.url}/v2/sizes", headers={"Authorization": "Bearer someone-else"})
+
+    assert other.status_code == 200
+
+
+def test_droplets_go_from_new_to_active_after_the_boot_delay_with_a_public_ipv4(emulator, api):
+    emulator.configure(boot_delay_s=0.3)
+    droplet = create(api)
+    assert droplet["status"] == "new"
+
+    active = wait_until(
+        lambda: (
+            (d := api.get(f"/v2/droplets/{droplet['id']}").json()["droplet"])["status"] == "active"
+            and d
+        )
+    )
+
+    public = [n for n in active["networks"]["v4"] if n["type"] == "public"]
+    assert public and public[0]["ip_address"].startswith(("192.0.2.", "198.51.100.", "203.0.113."))
+
+
+def test_gpu_droplets_are_left_out_of_the_plain_listing(emulator, api):
+    gpu = create(api)
+    emulator.seed(1, size="s-1vcpu-1gb", tags=["labgpu-node-1"])
+
+    plain = api.get("/v2/droplets").json()
+    gpus = api.get("/v2/droplets", params={"type": "gpus"}).json()
+    tagged = api.get("/v2/droplets", params={"tag_name": "labgpu-node-1"}).json()
+
+    assert [d["id"] for d in gpus["droplets"]] == [gpu["id"]]
+    assert gpu["id"] not in [d["id"] for d in plain["droplets"]]
+    assert len(plain["droplets"]) == 1 and plain["droplets"][0]["size_slug"] == "s-1vcpu-1gb"
+    # the trap: filtering by our tag without type=gpus does not find the GPU droplet
+    assert gpu["id"] not in [d["id"] for d in tagged["droplets"]]
+
+
+def test_type_cannot_be_combined_with_tag_name(api):
+    response = api.get("/v2/droplets", params={"type": "gpus", "tag_name": "labgpu-node-1"})
+
+    assert response.status_code == 422
+    assert response.json()["id"] == "unprocessable_entity"
+
+
+def test_listing_is_paginated_with_links_and_total(emulator, api):
+    emulator.seed(5)
+
+    first = api.get("/v2/droplets", params={"type": "gpus", "per_page": 2}).json()
+    last = api.get(first["links"]["pages"]["last"]).json()
+
+    assert first["meta"]["total"] == 5
+    assert len(first["droplets"]) == 2
+    assert "page=2" in first["links"]["pages"]["next"]
+    assert "type=gpus" in first["links"]["pages"]["next"]
+    assert len(last["droplets"]) == 1
+    assert "next" not in last["links"]["pages"]
+    assert "prev" in last["links"]["pages"]
+
+
+def test_per_page_is_capped_at_the_configured_maximum(emulator, api):
+    emulator.configure(max_per_page=3)
+    emulator.seed(4)
+
+    page = api.get("/v2/droplets", params={"type": "gpus", "per_page": 200}).json()
+
+    assert len(page["droplets"]) == 3 and "next" in page["links"]["pages"]
+
+
+def test_sizes_list_has_the_gpu_sizes_with_prices(api):
+    sizes = {s["slug"]: s for s in api.get("/v2/sizes", params={"per_page": 200}).json()["sizes"]}
+
+    for slug in (
+        "gpu-mi300x1-192gb",
+        "gpu-mi300x8-1536gb",
+        "gpu-mi325x8-2048gb-contracted",
+        "gpu-mi350x1-288gb",
+        "gpu-mi350x8-2304gb",
+        "gpu-h100x1-80gb",
+        "gpu-h200x1-141gb",
+    ):
+        assert sizes[slug]["price_hourly"] > 0
+        assert sizes[slug]["gpu_info"]["count"] in (1, 8)
+    assert sizes["gpu-mi300x1-192gb"]["price_hourly"] == 1.99
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragment"),
+    [
+        ({"size": "gpu-nope"}, "invalid size"),
+        ({"image": "no-such-image"}, "invalid image"),
+        ({"name": "bad name!"}, "Name"),
+        ({"ssh_keys": ["ssh-ed25519 AAAAC3Nza alice"]}, "raw public keys"),
+        ({"user_data": "x" * (64 * 1024 + 1)}, "64 KiB"),
+        ({"size": "gpu-mi350x1-288gb", "region": "tor1"}, "not available in region"),
+    ],
+)
+def test_invalid_creates_are_refused_with_422_and_a_message(api, overrides, fragment):
+    response = api.post("/v2/droplets", json={**BODY, **overrides})
+
+    assert response.status_code == 422
+    assert fragment in response.json()["message"]
+
+
+def test_no_capacity_fault_refuses_that_size_only(emulator, api):
+    emulator.set_faults(no_capacity_sizes=["gpu-mi300x1-192gb"])
+
+    refused = api.post("/v2/droplets", json=BODY)
+    accepted = api.post("/v2/droplets", json={**BODY, "size": "gpu-h100x1-80gb"})
+
+    assert refused.status_code == 422 and "no capacity" in refused.json()["message"]
+    assert accepted.status_code == 202
+
+
+def test_after_create_fault_creates_the_droplet_and_answers_500(emulator, api):
+    emulator.fail_next("POST", "/v2/droplets", 500, after_create=True)
+
+    response = api.post("/v2/droplets", json=BODY)
+
+    assert response.status_code == 500
+    assert response.json()["id"] == "server_error"
+    assert [d["name"] for d in emulator.droplets()] == ["labgpu-node-1"]
+    assert emulator.state()["faults"]["next"] == []  # consumed
+
+
+def test_error_rate_fault_answers_500_without_acting(emulator, api):
+    emulator.set_faults(error_rate_5xx=1.0)
+
+    assert api.post("/v2/droplets", json=BODY).status_code == 500
+    assert emulator.droplets() == []
+
+
+def test_timeout_fault_acts_but_answers_too_late(emulator):
+    emulator.set_faults(timeout_rate=1.0, timeout_s=1.0)
+
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{emulator.url}/v2/droplets", json=BODY, headers=AUTH, timeout=0.3)
+
+    assert wait_until(lambda: emulator.droplets())
+
+
+def test_never_boot_droplets_stay_new(emulator, api):
+    emulator.configure(boot_delay_s=0.05)
+    emulator.set_faults(never_boot=["labgpu-node-2"])
+    stuck = create(api, name="labgpu-node-2")
+    fine = create(api, name="labgpu-node-3")
+
+    wait_until(
+        lambda: api.get(f"/v2/droplets/{fine['id']}").json()["droplet"]["status"] == "active"
+    )
+    time.sleep(0.2)
+
+    assert api.get(f"/v2/droplets/{stuck['id']}").json()["droplet"]["status"] == "new"
+
+
+def test_vanishing_droplets_disappear_after_turning_active(emulator, api):
+    emulator.configure(boot_delay_s=0.05)
+    emulator.set_faults(vanish_after_s=0.3)
+    droplet = create(api)
+
+    wait_until(lambda: api.get(f"/v2/droplets/{droplet['id']}").status_code == 404)
+
+
+def test_slow_delete_keeps_the_droplet_visible_as_off_for_a_while(emulator, api):
+    emulator.set_faults(slow_delete_s=0.5)
+    droplet = create(api)
+
+    assert api.delete(f"/v2/droplets/{droplet['id']}").status_code == 204
+    lingering = api.get(f"/v2/droplets/{droplet['id']}")
+
+    assert lingering.status_code == 200 and lingering.json()["droplet"]["status"] == "off"
+    assert api.delete(f"/v2/droplets/{droplet['id']}").status_code == 204  # still idempotent
+    wait_until(lambda: api.get(f"/v2/droplets/{droplet['id']}").status_code == 404)
+
+
+def test_delete_then_get_is_404_with_digitaloceans_error_body(api):
+    droplet = create(api)
+    assert api.delete(f"/v2/droplets/{droplet['id']}").status_code == 204
+
+    response = api.get(f"/v2/droplets/{droplet['id']}")
+
+    assert response.status_code == 404
+    assert set(response.json()) == {"id", "message", "request_id"}
+    assert api.delete(f"/v2/droplets/{droplet['id']}").status_code == 404
+
+
+def test_reset_forgets_droplets_and_faults(emulator, api):
+    create(api)
+    emulator.set_faults(error_rate_5xx=0.5)
+
+    emulator.reset()
+
+    assert emulator.droplets() == []
+    assert emulator.state()["faults"]["error_rate_5xx"] == 0
+
+
+def test_unknown_faults_are_refused(emulator):
+    response = httpx.post(f"{emulator.url}/_emulator/faults", json={"error_rate": 1})
+
+    assert response.status_code == 400
+
+
+def test_state_survives_a_restart_and_boots_continue(tmp_path):
+    handle = start_emulator(tmp_path / "emu", boot_delay_s=1.0)
+    try:
+        with httpx.Client(base_url=handle.url, headers=AUTH) as client:
+            first = client.post("/v2/droplets", json=BODY).json()["droplet"]
+            handle.set_faults(no_capacity_sizes=["gpu-h200x1-141gb"])
+
+            handle.kill()  # no graceful save: every mutation is already on disk
+            handle.start()
+
+            again = client.get(f"/v2/droplets/{first['id']}")
+            assert again.status_code == 200
+            wait_until(
+                lambda: (
+                    client.get(f"/v2/droplets/{first['id']}").json()["droplet"]["status"]
+                    == "active"
+                )
+            )
+            second = client.post("/v2/droplets", json={**BODY, "name": "labgpu-node-2"})
+            assert second.json()["droplet"]["id"] > first["id"]  # ids never reused
+            assert handle.state()["faults"]["no_capacity_sizes"] == ["gpu-h200x1-141gb"]
+    finally:
+        handle.close()
+
+
+# -- the node agent ------------------------------------------------------------------------------
+
+FAKE_AGENT = textwrap.dedent(
+    """
+    import json, os, sys, time
+    droplet_id = os.environ["LABGPU_EMULATOR_DROPLET_ID"]
+    out = os.path.join(os.environ["FAKE_AGENT_OUT"], droplet_id + ".json")
+    with open(out, "w") as fh:
+        json.dump({"argv": sys.argv[1:], "pid": os.getpid(),
+                   "state_dir": os.environ.get("LABGPU_AGENT_STATE_DIR")}, fh)
+    time.sleep(120)
+    """
+)
+
+
+@pytest.fixture
+def fake_agent(tmp_path):
+    script = tmp_path / "fake_agent.py"
+    script.write_text(FAKE_AGENT)
+    out = tmp_path / "agent-out"
+    out.mkdir()
+    return f"{sys.executable} {script}", out
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by the emulator) counts as gone
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_active_droplet_starts_the_agent_with_api_token_and_size_profile(tmp_path, fake_agent):
+    agent_cmd, out = fake_agent
+    handle = start_emulator(
+        tmp_path / "emu", boot_delay_s=0.1, agent_cmd=agent_cmd, env={"FAKE_AGENT_OUT": str(out)}
+    )
+    try:
+        user_data = render_user_data(
+            api_url="http://127.0.0.1:8000", bootstrap_token="bt_abcdef123456"
+        )
+        with httpx.Client(base_url=handle.url, headers=AUTH) as client:
+            mi350 = client.post(
+                "/v2/droplets",
+                json={
+                    **BODY,
+                    "size": "gpu-mi350x1-288gb",
+                    "region": "atl1",
+                    "user_data": user_data,
+                },
+            ).json()["droplet"]
+            report = wait_until(
+                lambda: (
+                    (out / f"{mi350['id']}.json").exists()
+                    and json.loads((out / f"{mi350['id']}.json").read_text())
+                )
+            )
+
+            assert report["argv"] == [
+                "run",
+                "--api",
+                "http://127.0.0.1:8000",
+                "--token",
+                "bt_abcdef123456",
+                "--fixture-profile",
+                "healthy-mi350x",
+            ]
+            assert report["state_dir"]
+            [info] = handle.droplets()
+            assert (
+                info["agent"]["status"] == "running"
+                and info["agent"]["profile"] == "healthy-mi350x"
+            )
+
+            client.delete(f"/v2/droplets/{mi350['id']}")
+            wait_until(lambda: not alive(report["pid"]))
+    finally:
+        handle.close()
+
+
+def test_agent_profile_comes_from_user_data_then_per_name_override(tmp_path, fake_agent):
+    agent_cmd, out = fake_agent
+    handle = start_emulator(
+        tmp_path / "emu", boot_delay_s=0.1, agent_cmd=agent_cmd, env={"FAKE_AGENT_OUT": str(out)}
+    )
+    try:
+        handle.set_faults(agent_profiles={"labgpu-node-2": "faulty-ecc", "labgpu-node-3": "none"})
+        with httpx.Client(base_url=handle.url, headers=AUTH) as client:
+            ids = {}
+            for node, profile in ((1, "hot-mi300x"), (2, "hot-mi300x"), (3, None)):
+                user_data = render_user_data(
+                    api_url="http://127.0.0.1:8000",
+                    bootstrap_token=f"bt_node{node}_123456",
+                    agent_profile=profile,
+                )
+                body = {**BODY, "name": f"labgpu-node-{node}", "user_data": user_data}
+                ids[node] = client.post("/v2/droplets", json=body).json()["droplet"]["id"]
+
+            def reported(node: int) -> dict:
+                path = out / f"{ids[node]}.json"
+                return path.exists() and json.loads(path.read_text())
+
+            assert wait_until(lambda: reported(1))["argv"][-1] == "hot-mi300x"
+            assert wait_until(lambda: reported(2))["argv"][-1] == "faulty-ecc"
+            by_name = {d["name"]: d for d in handle.droplets()}
+            assert by_name["labgpu-node-3"]["agent"]["status"] == "disabled"
+            pids = [reported(1)["pid"], reported(2)["pid"]]
+    finally:
+        handle.close()
+    # stopping the emulator stops its agents
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_a_missing_agent_executable_does_not_stop_the_droplet_booting(tmp_path):
+    handle = start_emulator(tmp_path / "emu", boot_delay_s=0.1, agent_cmd="no-such-labgpu-agent")
+    try:
+        user_data = render_user_data(
+            api_url="http://127.0.0.1:8000", bootstrap_token="bt_abcdef123456"
+        )
+        with httpx.Client(base_url=handle.url, headers=AUTH) as client:
+            droplet = client.post("/v2/droplets", json={**BODY, "user_data": user_data}).json()[
+                "droplet"
+            ]
+            wait_until(
+                lambda: (
+                    client.get(f"/v2/droplets/{droplet['id']}").json()["droplet"]["status"]
+                    == "active"
+                )
+            )
+        [info] = handle.droplets()
+        assert info["agent"]["status"] == "missing"
+        assert "not found" in handle.log_tail()
+    finally:
+        handle.close()
