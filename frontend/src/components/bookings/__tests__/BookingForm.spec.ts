@@ -1,0 +1,172 @@
+import { flushPromises } from '@vue/test-utils'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+
+import { ApiError } from '@/api/client'
+import type { Availability, InstanceType, Pool, Quota } from '@/api/types'
+import { mountWithApp } from '@/__tests__/helpers'
+import { resetCatalog } from '@/composables/useCatalog'
+
+const instanceType: InstanceType = {
+  id: 4,
+  name: 'AMD MI350X ×1',
+  slug: 'mi350x-1',
+  provider_account: 1,
+  provider_size: 'gpu-mi350x1-288gb',
+  gpu_vendor: 'amd',
+  gpu_model: 'MI350X',
+  gpu_count: 1,
+  vram_gb_per_gpu: 288,
+  gpu_arch: 'gfx950',
+  price_per_hour: '2.49',
+}
+const pool: Pool = {
+  id: 2,
+  name: 'MI350X ×1 · atl1',
+  slug: 'mi350x-atl1',
+  instance_type: 4,
+  instance_type_detail: instanceType,
+  region: 'atl1',
+  capacity: 2,
+  granularity_minutes: 30,
+  requires_approval: true,
+}
+const quota: Quota = {
+  id: 9,
+  lab: { id: 1, name: 'Vision Lab', slug: 'vision' },
+  instance_type: 4,
+  instance_type_name: 'AMD MI350X ×1',
+  month: '2026-12-01',
+  gpu_hours: '400.00',
+  used_gpu_hours: '0.00',
+  committed_gpu_hours: '10.00',
+  remaining_gpu_hours: '390.00',
+}
+const availability: Availability = {
+  pool: 2,
+  capacity: 2,
+  duration_minutes: 240,
+  intervals: [{ start: '2026-12-01T01:00:00Z', end: '2026-12-01T05:00:00Z', used: 1, free: 1, blackout: false }],
+  next_free: [],
+}
+
+const api = vi.hoisted(() => ({
+  createBooking: vi.fn(),
+  poolAvailability: vi.fn(),
+  listQuotas: vi.fn(),
+}))
+vi.mock('@/api/bookings', () => ({ createBooking: api.createBooking }))
+vi.mock('@/api/quotas', () => ({ listQuotas: api.listQuotas }))
+vi.mock('@/api/catalog', () => ({
+  poolAvailability: api.poolAvailability,
+  listPools: async () => [pool],
+  listInstanceTypes: async () => [instanceType],
+  listLabs: async () => [],
+}))
+
+const { default: BookingForm } = await import('../BookingForm.vue')
+
+async function mountForm() {
+  const wrapper = mountWithApp(BookingForm, {
+    props: { pool: 2, start: '2026-12-01T01:00:00Z', end: '2026-12-01T05:00:00Z' },
+  })
+  await flushPromises()
+  await vi.advanceTimersByTimeAsync(400)
+  await flushPromises()
+  return wrapper
+}
+
+describe('BookingForm', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    resetCatalog()
+    api.poolAvailability.mockResolvedValue(availability)
+    api.listQuotas.mockResolvedValue([quota])
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+    vi.clearAllMocks()
+  })
+
+  it('prefills the window in the user’s time zone', async () => {
+    const wrapper = await mountForm()
+    expect((wrapper.get('#booking-start').element as HTMLInputElement).value).toBe('2026-12-01T09:00')
+    expect((wrapper.get('#booking-end').element as HTMLInputElement).value).toBe('2026-12-01T13:00')
+  })
+
+  it('shows availability, cost and quota left as you type', async () => {
+    const wrapper = await mountForm()
+    expect(api.poolAvailability).toHaveBeenCalledWith(2, {
+      start: '2026-12-01T01:00:00.000Z',
+      end: '2026-12-01T05:00:00.000Z',
+      duration_minutes: 240,
+    })
+    expect(api.listQuotas).toHaveBeenCalledWith({ lab: 1, month: '2026-12-01' })
+    expect(wrapper.get('[data-testid=availability]').text()).toBe('1 of 2 nodes free')
+    expect(wrapper.get('[data-testid=estimate-gpu-hours]').text()).toBe('4')
+    expect(wrapper.get('[data-testid=estimate-cost]').text()).toBe('$9.96')
+    expect(wrapper.get('[data-testid=quota-left]').text()).toContain('390 GPU-hours')
+
+    await wrapper.get('#booking-end').setValue('2026-12-01T15:00')
+    await flushPromises()
+    expect(wrapper.get('[data-testid=estimate-cost]').text()).toBe('$14.94')
+  })
+
+  it('sends the window as UTC instants and reports the created booking', async () => {
+    api.createBooking.mockResolvedValue({ id: 42, status: 'pending' })
+    const wrapper = await mountForm()
+    await wrapper.get('#booking-purpose').setValue('ViT sweep')
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    expect(api.createBooking).toHaveBeenCalledWith({
+      pool: 2,
+      start: '2026-12-01T01:00:00.000Z',
+      end: '2026-12-01T05:00:00.000Z',
+      purpose: 'ViT sweep',
+      lab: 1,
+    })
+    expect(wrapper.emitted('created')?.[0]).toEqual([{ id: 42, status: 'pending' }])
+  })
+
+  it('puts the API’s field errors beside their fields', async () => {
+    api.createBooking.mockRejectedValue(
+      new ApiError(400, { message: 'Invalid end', code: 'too_long', extra: { fields: { end: ['Too long for this pool.'] } } }),
+    )
+    const wrapper = await mountForm()
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    const error = wrapper.get('[data-testid=field-error][data-field=booking-end]')
+    expect(error.text()).toBe('Too long for this pool.')
+    expect(wrapper.get('#booking-end').attributes('aria-invalid')).toBe('true')
+    expect(wrapper.get('#booking-end').attributes('aria-describedby')).toContain('booking-end-error')
+  })
+
+  it('offers the next free windows on a conflict and moves the booking to the one picked', async () => {
+    api.createBooking.mockRejectedValueOnce(
+      new ApiError(409, {
+        message: 'Pool full',
+        code: 'pool_full',
+        extra: { next_free: [{ start: '2026-12-01T06:00:00Z', end: '2026-12-01T20:00:00Z' }] },
+      }),
+    )
+    const wrapper = await mountForm()
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    expect(wrapper.get('[data-testid=form-error]').text()).toContain('The pool is full for that time')
+    const options = wrapper.findAll('[data-testid=next-free-option]')
+    expect(options).toHaveLength(1)
+    await options[0]!.trigger('click')
+    // Same 4-hour length, moved to the free window's start (14:00 in Shanghai).
+    expect((wrapper.get('#booking-start').element as HTMLInputElement).value).toBe('2026-12-01T14:00')
+    expect((wrapper.get('#booking-end').element as HTMLInputElement).value).toBe('2026-12-01T18:00')
+    expect(wrapper.find('[data-testid=next-free-option]').exists()).toBe(false)
+  })
+
+  it('refuses a window that ends before it starts without asking the API', async () => {
+    const wrapper = await mountForm()
+    await wrapper.get('#booking-end').setValue('2026-12-01T08:00')
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    expect(api.createBooking).not.toHaveBeenCalled()
+    expect(wrapper.text()).toContain('The end must be after the start.')
+  })
+})

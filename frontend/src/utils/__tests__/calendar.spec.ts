@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest'
+
+import type { Blackout, BusyBlock } from '@/api/types'
+import { assignLanes, laneCountFor, laneResources, toCalendarEvents } from '../calendar'
+
+const labels = { mine: 'Mine', busy: 'Busy', blackout: 'Maintenance', lane: (n: number) => `Node ${n}` }
+
+function block(start: string, end: string, extra: Partial<BusyBlock> = {}): BusyBlock {
+  return { start, end, status: 'scheduled', mine: false, booking: null, lab: null, ...extra }
+}
+
+describe('capacity lanes', () => {
+  it('never puts two overlapping bookings in one lane', () => {
+    const lanes = assignLanes([
+      block('2026-12-01T00:00:00Z', '2026-12-01T04:00:00Z'),
+      block('2026-12-01T01:00:00Z', '2026-12-01T02:00:00Z'),
+      block('2026-12-01T02:00:00Z', '2026-12-01T05:00:00Z'),
+      block('2026-12-01T04:00:00Z', '2026-12-01T06:00:00Z'),
+    ])
+    expect(lanes.map((l) => l.lane)).toEqual([1, 2, 2, 1])
+  })
+
+  it('shows at least the pool capacity as lanes, more only if the data needs them', () => {
+    const busy = [block('2026-12-01T00:00:00Z', '2026-12-01T04:00:00Z')]
+    expect(laneCountFor(busy, 4)).toBe(4)
+    expect(laneCountFor([...busy, ...busy], 1)).toBe(2)
+    expect(laneResources(2, 2, labels)).toEqual([
+      { id: 'lane-1', title: 'Node 1' },
+      { id: 'lane-2', title: 'Node 2' },
+    ])
+  })
+})
+
+describe('calendar events', () => {
+  it('shows other labs as anonymous busy blocks and mine as mine (I-6)', () => {
+    const events = toCalendarEvents(
+      [
+        block('2026-12-01T00:00:00Z', '2026-12-01T02:00:00Z', { mine: true, booking: 7, lab: { id: 1, name: 'Vision Lab' } }),
+        block('2026-12-01T01:00:00Z', '2026-12-01T03:00:00Z'),
+        block('2026-12-01T01:00:00Z', '2026-12-01T03:00:00Z', { booking: 9, lab: { id: 1, name: 'Vision Lab' } }),
+      ],
+      [],
+      3,
+      'Asia/Shanghai',
+      labels,
+    )
+    expect(events.map((e) => e.title)).toEqual(['Mine', 'Busy', 'Vision Lab'])
+    expect(events[0]).toMatchObject({ id: 'booking-7', start: '2026-12-01 08:00:00', resourceIds: ['lane-1'] })
+    expect(events[1]!.classNames).toContain('ev-other')
+  })
+
+  it('shades blackouts across every lane', () => {
+    const blackout: Blackout = { id: 3, pool: 1, start: '2026-12-02T00:00:00Z', end: '2026-12-02T06:00:00Z', reason: 'Firmware' }
+    const [event] = toCalendarEvents([], [blackout], 2, 'UTC', labels)
+    expect(event).toMatchObject({
+      display: 'background',
+      resourceIds: ['lane-1', 'lane-2'],
+      title: 'Maintenance: Firmware',
+      start: '2026-12-02 00:00:00',
+    })
+  })
+})
