@@ -18,8 +18,15 @@ step() {  # step NAME TIMEOUT CMD… : stdout to $RES/NAME, stderr to $RES/NAME.
   timeout "$limit" "$@" >"$RES/$name" 2>"$RES/$name.err"; local rc=$?
   echo "$name rc=$rc wall=$(( $(date +%s) - t0 ))s" | tee -a "$RES/steps.log"
 }
+# Phases (arguments, default "captures first"): captures, first (agent + raw, once each),
+# overhead (agent and raw alternated twice, to see run-to-run spread), full (one `check` report
+# with every smoke, the per-booking gate as a node would run it).
+PHASES=${*:-captures first}
 C=captures
+A="python3 -m labgpu_agent"
 QUERY=$(python3 -c 'from labgpu_agent.parsers.nvidia_smi import QUERY_FIELDS; print(QUERY_FIELDS)')
+for phase in $PHASES; do case $phase in
+captures)
 step $C/nvidia-smi-q-x.xml 60 nvidia-smi -q -x
 step $C/nvidia-smi-query.csv 60 nvidia-smi --query-gpu="$QUERY" --format=csv
 step $C/nvidia-smi-fixture-query.csv 60 nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,pcie.link.gen.current,pcie.link.width.current,pcie.link.width.max,temperature.gpu,power.draw,power.limit,memory.total,memory.used,utilization.gpu,ecc.errors.uncorrected.volatile.total,clocks.sm,clocks.max.sm --format=csv
@@ -33,7 +40,8 @@ step $C/dmesg-err-warn.txt 10 dmesg --level=err,warn
 step $C/id.txt 10 id
 step $C/ls-dev.txt 10 sh -c 'ls -l /dev/nvidiactl /dev/nvidia0 /dev/nvidia-uvm 2>&1'
 step $C/versions.txt 60 python3 -c 'import torch, diffusers, transformers, sys; print(sys.version); print("torch", torch.__version__, torch.version.cuda); print("diffusers", diffusers.__version__); print("transformers", transformers.__version__); p = torch.cuda.get_device_properties(0); print(p.name, p.multi_processor_count, p.total_memory)'
-A="python3 -m labgpu_agent"
+;;
+first)
 step h200/check.json 120 $A check --json --profile h200
 step h200/smoke-matmul.json 180 $A smoke matmul --json --profile h200
 step h200/smoke-bandwidth.json 180 $A smoke bandwidth --json --profile h200
@@ -41,6 +49,20 @@ step h200/smoke-sdxl.json 300 $A smoke sdxl --json --profile h200
 step h200/raw-sdxl.json 300 python3 agent/bench/raw_sdxl.py
 step h200/smoke-llm.json 300 $A smoke llm --json --profile h200
 step h200/raw-llm.json 300 python3 agent/bench/raw_llm.py
+;;
+overhead)
+# Alternate the order between rounds so that drift (clocks, temperature) favours neither side.
+step h200/smoke-llm-1.json 300 $A smoke llm --json --profile h200
+step h200/raw-llm-1.json 300 python3 agent/bench/raw_llm.py
+step h200/raw-sdxl-1.json 300 python3 agent/bench/raw_sdxl.py
+step h200/smoke-sdxl-1.json 300 $A smoke sdxl --json --profile h200
+step h200/raw-llm-2.json 300 python3 agent/bench/raw_llm.py
+step h200/smoke-llm-2.json 300 $A smoke llm --json --profile h200
+;;
+full)
+step h200/check-full.json 420 $A check --json --profile h200 --smoke matmul,bandwidth,sdxl,llm
+;;
+esac; done
 step $C/nvidia-smi-query-after.csv 60 nvidia-smi --query-gpu="$QUERY" --format=csv
 tar -C "$RES" -czf "$OUT/results.tar.gz" . && cp "$RES/steps.log" "$OUT/"
 cat "$RES/steps.log"; tail -n 3 "$RES"/h200/*.err

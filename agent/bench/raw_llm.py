@@ -6,6 +6,7 @@ that both build the same architecture.
 
 import argparse
 import json
+import statistics
 import time
 
 import torch
@@ -18,7 +19,7 @@ parser.add_argument("--batch", type=int, default=128)
 parser.add_argument("--new-tokens", type=int, default=128)
 parser.add_argument("--prompt-tokens", type=int, default=128)
 parser.add_argument("--warmup", type=int, default=1)
-parser.add_argument("--iters", type=int, default=2)
+parser.add_argument("--iters", type=int, default=5)
 args = parser.parse_args()
 
 torch.manual_seed(0)
@@ -41,7 +42,7 @@ for batch in dict.fromkeys((1, args.batch)):
             torch.cuda.synchronize()
             if i >= args.warmup:
                 times.append(time.perf_counter() - start)
-    median = sorted(times)[len(times) // 2]
+    median = statistics.median(times)
     results[f"batch{batch}"] = {
         "seconds_all": times, "seconds_per_generate": median,
         "tokens_per_s": batch * (out.shape[1] - args.prompt_tokens) / median,

@@ -6,6 +6,7 @@ from the agent so that both runs build exactly the same shapes.
 
 import argparse
 import json
+import statistics
 import time
 
 import diffusers
@@ -52,7 +53,7 @@ with torch.inference_mode():
         torch.cuda.synchronize()
         if i >= args.warmup:
             times.append(time.perf_counter() - start)
-median = sorted(times)[len(times) // 2]
+median = statistics.median(times)
 print(json.dumps({
     "name": "raw-diffusers-sdxl", "params": vars(args), "seconds_all": times,
     "seconds_per_batch": median, "images_per_s": args.batch / median,

@@ -8,6 +8,7 @@ of exactly `new_tokens` tokens at batch 1 and at batch B, each timed after a war
 from __future__ import annotations
 
 import os
+import statistics
 from types import ModuleType
 from typing import Any
 
@@ -72,7 +73,7 @@ def run_llm(
     prompt_tokens: int = 128,
     weights: str | None = None,
     warmup: int = 1,
-    iters: int = 2,
+    iters: int = 5,
     baselines: dict[str, float] | None = None,
 ) -> list[SmokeResult]:
     """One result per batch size (1 and `batch`): metric `tokens_per_s_batch{N}`."""
@@ -109,7 +110,7 @@ def run_llm(
                 raise SmokeFailed(f"generated {produced} tokens, expected {new_tokens}")
             if not finite:
                 raise SmokeFailed("Llama logits are not finite")
-            seconds = sorted(times)[len(times) // 2]
+            seconds = statistics.median(times)
             return SmokeResult(
                 name="llm", status="passed", metric=metric,
                 value=round(size * new_tokens / seconds, 2), unit="tokens/s", baseline=baseline,

@@ -11,6 +11,7 @@ pipeline, text encoders included, loads from a local diffusers-format directory.
 from __future__ import annotations
 
 import os
+import statistics
 from types import ModuleType
 from typing import Any
 
@@ -160,7 +161,7 @@ def run_sdxl(
         shape = list(image.shape)
         if not finite:
             raise SmokeFailed("SDXL produced non-finite pixels")
-        seconds = sorted(times)[len(times) // 2]
+        seconds = statistics.median(times)
         return SmokeResult(
             name="sdxl", status="passed", metric="images_per_s",
             value=round(batch / seconds, 4), unit="images/s", baseline=baseline,
