@@ -8,6 +8,7 @@ simply never reports (which the lifecycle must handle anyway).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -30,7 +31,22 @@ class AgentSupervisor:
         self.agent_cmd = agent_cmd
         self.work_dir = work_dir
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
+        #: agents left running by a previous emulator process (droplet id -> pid)
+        self._adopted: dict[int, int] = {}
         self._warned_missing: set[str] = set()
+
+    def adopt(self, droplets: dict[int, EmuDroplet]) -> None:
+        """After a restart: keep agents that still run (a real node's agent does not notice the
+        provider's API restarting); mark the others for a fresh start by the ticker."""
+        for droplet in droplets.values():
+            if droplet.agent.status != "running":
+                continue
+            pid = droplet.agent.pid
+            if pid and _is_agent_of(pid, droplet.id):
+                self._adopted[droplet.id] = pid
+                logger.info("droplet %s: adopted running agent pid %s", droplet.id, pid)
+            else:
+                droplet.agent.status, droplet.agent.pid = "pending", None
 
     def profile_for(self, droplet: EmuDroplet, faults: Faults, env: dict[str, str]) -> str:
         """Per-name override, then user_data's LABGPU_FIXTURE_PROFILE, then per size."""
@@ -45,6 +61,8 @@ class AgentSupervisor:
     def start(self, droplet: EmuDroplet, faults: Faults) -> None:
         info = droplet.agent
         if droplet.id in self._procs and self._procs[droplet.id].poll() is None:
+            return
+        if droplet.id in self._adopted:
             return
         env_conf = parse_user_data(droplet.user_data)
         profile = self.profile_for(droplet, faults, env_conf)
@@ -119,6 +137,13 @@ class AgentSupervisor:
     def poll(self, droplets: dict[int, EmuDroplet]) -> bool:
         """Note agents that exited on their own. Returns True when anything changed."""
         changed = False
+        for droplet_id, pid in list(self._adopted.items()):
+            if not _is_agent_of(pid, droplet_id):
+                del self._adopted[droplet_id]
+                droplet = droplets.get(droplet_id)
+                if droplet is not None:
+                    droplet.agent.status, droplet.agent.pid = "exited", None
+                    changed = True
         for droplet_id, proc in list(self._procs.items()):
             code = proc.poll()
             if code is None:
@@ -138,8 +163,11 @@ class AgentSupervisor:
     def stop(self, droplet: EmuDroplet | int, *, timeout_s: float = 2.0) -> None:
         droplet_id = droplet if isinstance(droplet, int) else droplet.id
         proc = self._procs.pop(droplet_id, None)
+        adopted_pid = self._adopted.pop(droplet_id, None)
         if not isinstance(droplet, int) and droplet.agent.status == "running":
             droplet.agent.status, droplet.agent.pid = "stopped", None
+        if adopted_pid is not None:
+            _stop_adopted(adopted_pid, droplet_id, timeout_s)
         if proc is None or proc.poll() is not None:
             return
         _signal_group(proc, signal.SIGTERM)
@@ -151,12 +179,38 @@ class AgentSupervisor:
             proc.wait(timeout=5)
 
     def stop_all(self) -> None:
-        for droplet_id in list(self._procs):
+        for droplet_id in [*self._procs, *self._adopted]:
             self.stop(droplet_id)
 
     @property
     def running(self) -> dict[int, int]:
-        return {i: p.pid for i, p in self._procs.items() if p.poll() is None}
+        running = {i: p.pid for i, p in self._procs.items() if p.poll() is None}
+        return {**running, **self._adopted}
+
+
+def _is_agent_of(pid: int, droplet_id: int) -> bool:
+    """True when `pid` is alive and is the agent we started for this droplet (its environment says
+    so), which guards against signalling an unrelated process that reused the pid."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z" and f"LABGPU_EMULATOR_DROPLET_ID={droplet_id}".encode() in environ
+
+
+def _stop_adopted(pid: int, droplet_id: int, timeout_s: float) -> None:
+    if not _is_agent_of(pid, droplet_id):
+        return
+    # the agent leads its own session (start_new_session), so its pgid is its pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while _is_agent_of(pid, droplet_id) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if _is_agent_of(pid, droplet_id):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

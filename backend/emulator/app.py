@@ -96,6 +96,7 @@ class Emulator:
         self.store = Store(state_file=settings.state_file, ip_mode=settings.ip_mode)
         work_dir = settings.state_file.parent if settings.state_file else None
         self.agents = AgentSupervisor(agent_cmd=settings.agent_cmd, work_dir=work_dir)
+        self.agents.adopt(self.store.droplets)
         self.limiter = RateLimiter()
         self.counters = Counters()
 

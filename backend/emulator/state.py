@@ -209,10 +209,6 @@ class Store:
         self.faults.update(data.get("faults", {}))
         for item in data.get("droplets", []):
             droplet = EmuDroplet.from_dict(dict(item))
-            if droplet.agent.status == "running":
-                # the process died with the previous emulator; the ticker starts it again
-                droplet.agent.status = "pending"
-                droplet.agent.pid = None
             self.droplets[droplet.id] = droplet
         logger.info("loaded %d droplet(s) from %s", len(self.droplets), path)
 

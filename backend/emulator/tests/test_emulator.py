@@ -435,3 +435,34 @@ def test_a_missing_agent_executable_does_not_stop_the_droplet_booting(tmp_path):
         assert "not found" in handle.log_tail()
     finally:
         handle.close()
+
+
+def test_agents_outlive_a_crashed_emulator_and_are_adopted_after_its_restart(tmp_path, fake_agent):
+    agent_cmd, out = fake_agent
+    handle = start_emulator(
+        tmp_path / "emu", boot_delay_s=0.1, agent_cmd=agent_cmd, env={"FAKE_AGENT_OUT": str(out)}
+    )
+    try:
+        user_data = render_user_data(
+            api_url="http://127.0.0.1:8000", bootstrap_token="bt_abcdef123456"
+        )
+        with httpx.Client(base_url=handle.url, headers=AUTH) as client:
+            droplet = client.post("/v2/droplets", json={**BODY, "user_data": user_data}).json()[
+                "droplet"
+            ]
+            report_file = out / f"{droplet['id']}.json"
+            pid = wait_until(lambda: report_file.exists() and json.loads(report_file.read_text()))[
+                "pid"
+            ]
+
+            handle.kill()  # like a crashed provider API: the node's agent keeps running
+            assert alive(pid)
+            handle.start()
+
+            [info] = handle.droplets()
+            assert info["agent"]["status"] == "running" and info["agent"]["pid"] == pid
+            assert info["agent"]["starts"] == 1  # adopted, not started twice
+            client.delete(f"/v2/droplets/{droplet['id']}")
+            wait_until(lambda: not alive(pid))
+    finally:
+        handle.close()

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from emulator.contract import ExchangeRecorder, load_openapi
 from emulator.pytest_fixtures import emulator, emulator_server  # noqa: F401
 from emulator.testing import EmulatorHandle
 from labgpu.providers.digitalocean import DigitalOceanDriver
@@ -17,10 +18,19 @@ REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 def make_driver(
     emulator: EmulatorHandle,  # noqa: F811
 ) -> Iterator[Callable[..., DigitalOceanDriver]]:
-    """Drivers pointed at the live emulator, with test-fast backoff; closed after the test."""
+    """Drivers pointed at the live emulator, with test-fast backoff; closed after the test.
+
+    Every exchange of every driver is recorded and, when the DigitalOcean contract is available,
+    validated against it after the test: no driver test can send or accept what the spec forbids.
+    """
     made: list[DigitalOceanDriver] = []
+    recorder = ExchangeRecorder()
 
     def make(**options: Any) -> DigitalOceanDriver:
+        hooks = {k: list(v) for k, v in (options.pop("event_hooks", None) or {}).items()}
+        for name, funcs in recorder.hooks.items():
+            hooks.setdefault(name, []).extend(funcs)
+        options["event_hooks"] = hooks
         options = {
             "base_url": emulator.url,
             "token": "test-token",
@@ -36,6 +46,11 @@ def make_driver(
     yield make
     for driver in made:
         driver.close()
+    try:
+        load_openapi()
+    except (FileNotFoundError, ImportError):
+        return
+    recorder.assert_valid()
 
 
 @pytest.fixture

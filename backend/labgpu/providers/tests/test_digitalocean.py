@@ -14,6 +14,7 @@ from emulator.contract import ExchangeRecorder
 from labgpu.providers import (
     DropletSpec,
     ProviderAmbiguousCreate,
+    ProviderDriver,
     ProviderNotFound,
     ProviderPermanentError,
     ProviderTransientError,
@@ -49,6 +50,10 @@ class SleepRecorder:
 
 def route_count(emulator, route: str) -> int:
     return emulator.state()["counters"]["by_route"].get(route, 0)
+
+
+def test_the_driver_implements_the_provider_interface(make_driver):
+    assert isinstance(make_driver(), ProviderDriver)
 
 
 def test_create_sends_deterministic_name_node_tag_user_data_and_ssh_keys(make_driver, emulator):
