@@ -2,7 +2,7 @@ from django.contrib.auth import authenticate, login, logout
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils.decorators import method_decorator
-from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.csrf import csrf_protect, ensure_csrf_cookie
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.permissions import AllowAny
@@ -38,7 +38,11 @@ class CsrfView(APIView):
         return Response({"detail": "CSRF cookie set."})
 
 
+@method_decorator(csrf_protect, name="dispatch")
 class LoginView(APIView):
+    """Session login for the SPA. CSRF-checked even though anonymous (prevents login CSRF)."""
+
+    authentication_classes: list = []
     permission_classes = [AllowAny]
     throttle_classes = [LoginRateThrottle]
 

@@ -122,7 +122,7 @@ def next_free_windows(
     periods = live_reserved_periods(pool, earliest - lead, window_end, exclude_id=exclude_id)
     blackouts = blackouts_between(pool, earliest, window_end)
     grid = pool.granularity_minutes
-    candidates = {ceil_to_grid(earliest + lead, grid)}
+    candidates = {ceil_to_grid(earliest, grid)}
     candidates.update(ceil_to_grid(p_end + lead, grid) for _, p_end in periods)
     candidates.update(ceil_to_grid(b_end, grid) for _, b_end in blackouts)
     windows: list[Period] = []

@@ -355,8 +355,7 @@ def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Bookin
                   to_status=Status.CANCELLED, ended_by=actor, ended_at=moment):
         action = "booking.force_end" if forced else "booking.cancel"
     elif transition(Booking, pk=booking.pk, from_statuses=[Status.PROVISIONING, Status.READY],
-                    to_status=Status.ENDING, ended_by=actor, ended_at=moment,
-                    end=max(moment, booking.start)):
+                    to_status=Status.ENDING, ended_by=actor, ended_at=moment):
         # The node exists: the lifecycle tears it down and meters what was used.
         action = "booking.force_end" if forced else "booking.end_early"
     else:

@@ -1,0 +1,155 @@
+"""Session login with CSRF for the SPA; hashed, scoped, expiring personal tokens for scripts."""
+
+from datetime import timedelta
+
+import pytest
+from rest_framework.test import APIClient
+
+from conftest import client_for
+from labgpu.accounts.models import ApiToken
+from labgpu.accounts.services import hash_token, token_create
+from labgpu.core.timeutils import now
+
+pytestmark = pytest.mark.django_db
+
+
+def test_session_login_needs_csrf_and_returns_me(alice):
+    client = APIClient(enforce_csrf_checks=True)
+    client.get("/api/v1/auth/csrf/")
+    csrf = client.cookies["csrftoken"].value
+    refused = client.post("/api/v1/auth/login/", {"username": "alice",
+                                                  "password": "correct horse battery staple"})
+    assert refused.status_code == 403 and refused.json()["code"] == "csrf_failed"
+    response = client.post("/api/v1/auth/login/", {
+        "username": "alice", "password": "correct horse battery staple"}, HTTP_X_CSRFTOKEN=csrf)
+    assert response.status_code == 200, response.content
+    assert response.json()["username"] == "alice"
+    assert response.json()["memberships"][0]["lab"]["slug"] == "vision"
+    me = client.get("/api/v1/me/")
+    assert me.json()["timezone"] == "Asia/Shanghai"
+    client.post("/api/v1/auth/logout/", HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value)
+    assert client.get("/api/v1/me/").status_code == 401
+
+
+def test_wrong_password_is_a_clear_401(alice):
+    response = APIClient().post("/api/v1/auth/login/", {"username": "alice", "password": "nope"})
+    assert response.status_code == 401
+    assert response.json()["code"] == "invalid_credentials"
+
+
+def test_token_is_shown_once_and_stored_hashed(as_alice, alice):
+    response = as_alice.post("/api/v1/tokens/", {"name": "laptop", "scopes": ["read"]},
+                             format="json")
+    assert response.status_code == 201
+    raw = response.json()["token"]
+    stored = ApiToken.objects.get(pk=response.json()["id"])
+    assert stored.secret_hash == hash_token(raw) and raw not in str(stored.__dict__)
+    listed = as_alice.get("/api/v1/tokens/").json()
+    assert listed[0]["name"] == "laptop" and "token" not in listed[0]
+
+
+def test_bearer_token_authenticates_and_revocation_stops_it(alice):
+    token, raw = token_create(user=alice, name="script", scopes=["read"])
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert client.get("/api/v1/me/").json()["username"] == "alice"
+    client_for(alice).delete(f"/api/v1/tokens/{token.pk}/")
+    response = client.get("/api/v1/me/")
+    assert response.status_code == 401
+    assert response.json()["code"] == "authentication_failed"
+
+
+def test_expired_token_is_refused(alice):
+    token, raw = token_create(user=alice, name="old", scopes=["read"],
+                              expires_at=now() + timedelta(minutes=1))
+    ApiToken.objects.filter(pk=token.pk).update(expires_at=now() - timedelta(seconds=1))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert client.get("/api/v1/me/").status_code == 401
+
+
+def test_read_scope_cannot_book_and_book_scope_can(alice, pool, quotas, tomorrow):
+    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
+            "end": (tomorrow + timedelta(hours=1)).isoformat()}
+    reader = client_for(alice, scopes=["read"])
+    assert reader.get("/api/v1/bookings/").status_code == 200
+    refused = reader.post("/api/v1/bookings/", body, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "permission_denied"
+    booker = client_for(alice, scopes=["book"])
+    assert booker.post("/api/v1/bookings/", body, format="json").status_code == 201
+
+
+def test_book_scope_cannot_administer(bob, pool, quotas):
+    booker = client_for(bob, scopes=["book"])
+    response = booker.post("/api/v1/labs/1/members/", {"username": "x"}, format="json")
+    assert response.status_code == 403
+
+
+def test_tokens_cannot_mint_tokens(alice):
+    client = client_for(alice, scopes=["admin"])
+    response = client.post("/api/v1/tokens/", {"name": "more", "scopes": ["read"]}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "session_required"
+
+
+def test_idempotency_key_returns_the_original_booking(alice, pool, quotas, tomorrow):
+    client = client_for(alice, scopes=["book"])
+    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
+            "end": (tomorrow + timedelta(hours=1)).isoformat(), "purpose": "retry me"}
+    first = client.post("/api/v1/bookings/", body, format="json", HTTP_IDEMPOTENCY_KEY="abc-1")
+    again = client.post("/api/v1/bookings/", body, format="json", HTTP_IDEMPOTENCY_KEY="abc-1")
+    assert first.status_code == 201 and again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert alice.bookings.count() == 1
+    changed = client.post("/api/v1/bookings/", {**body, "purpose": "other"}, format="json",
+                          HTTP_IDEMPOTENCY_KEY="abc-1")
+    assert changed.status_code == 422 and changed.json()["code"] == "idempotency_key_reused"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_parallel_retries_with_one_idempotency_key_make_one_booking(live_server, alice, pool,
+                                                                     quotas, tomorrow):
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    _, raw = token_create(user=alice, name="retry", scopes=["book"])
+    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
+            "end": (tomorrow + timedelta(hours=1)).isoformat()}
+    barrier = threading.Barrier(8)
+
+    def send(_):
+        with httpx.Client(timeout=60) as client:
+            barrier.wait()
+            return client.post(f"{live_server.url}/api/v1/bookings/", json=body, headers={
+                "Authorization": f"Bearer {raw}", "Idempotency-Key": "same-key"})
+
+    with ThreadPoolExecutor(8) as executor:
+        responses = list(executor.map(send, range(8)))
+    assert {r.status_code for r in responses} <= {200, 201}, [r.text for r in responses]
+    assert len({r.json()["id"] for r in responses}) == 1
+    assert alice.bookings.count() == 1
+
+
+def test_ssh_keys_are_validated_and_fingerprinted(as_alice):
+    key = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl "
+           "alice@laptop")
+    response = as_alice.post("/api/v1/me/ssh-keys/", {"name": "laptop", "public_key": key},
+                             format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["fingerprint"].startswith("SHA256:")
+    again = as_alice.post("/api/v1/me/ssh-keys/", {"name": "dup", "public_key": key},
+                          format="json")
+    assert again.status_code == 409 and again.json()["code"] == "duplicate_ssh_key"
+    bad = as_alice.post("/api/v1/me/ssh-keys/", {"name": "x", "public_key": "hello"},
+                        format="json")
+    assert bad.status_code == 400 and bad.json()["extra"]["fields"]["public_key"]
+
+
+def test_profile_time_zone_is_validated(as_alice):
+    assert as_alice.patch("/api/v1/me/", {"timezone": "Mars/Olympus"},
+                          format="json").status_code == 400
+    assert as_alice.patch("/api/v1/me/", {"timezone": "Europe/Paris", "language": "en"},
+                          format="json").json()["timezone"] == "Europe/Paris"

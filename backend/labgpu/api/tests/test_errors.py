@@ -1,0 +1,112 @@
+"""Every error has one JSON shape: {"message", "code", "extra"} — and no input causes a 500."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from labgpu.api.throttling import PrincipalRateThrottle
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_shape(response, status, code=None):
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert set(body) == {"message", "code", "extra"}, body
+    assert isinstance(body["message"], str) and body["message"]
+    if code:
+        assert body["code"] == code
+    return body
+
+
+def test_400_names_the_field(as_alice, pool):
+    body = assert_shape(as_alice.post("/api/v1/bookings/", {"pool": pool.pk, "end": "soon"},
+                                      format="json"), 400)
+    assert "end" in body["extra"]["fields"]
+
+
+def test_400_on_malformed_json(as_alice):
+    response = as_alice.post("/api/v1/bookings/", "{not json", content_type="application/json")
+    assert_shape(response, 400, "parse_error")
+
+
+def test_401_when_not_signed_in(db):
+    assert_shape(APIClient().get("/api/v1/bookings/"), 401, "not_authenticated")
+
+
+def test_401_on_a_bogus_token(db):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Bearer lgp_deadbeef_nope")
+    assert_shape(client.get("/api/v1/me/"), 401, "authentication_failed")
+
+
+def test_403_when_a_researcher_edits_the_catalog(as_alice, pool):
+    assert_shape(as_alice.patch(f"/api/v1/pools/{pool.pk}/", {"capacity": 9}, format="json"), 403,
+                 "permission_denied")
+
+
+def test_404_for_unknown_objects_and_urls(as_alice):
+    assert_shape(as_alice.get("/api/v1/bookings/999999/"), 404, "not_found")
+    assert_shape(as_alice.get("/api/v1/no-such-thing/"), 404, "not_found")
+
+
+def test_405_for_wrong_methods(as_alice):
+    assert_shape(as_alice.put("/api/v1/bookings/", {}, format="json"), 405, "method_not_allowed")
+
+
+def test_409_carries_next_free_windows(as_alice, pool, quotas, tomorrow):
+    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
+            "end": (tomorrow + timedelta(hours=1)).isoformat()}
+    for _ in range(pool.capacity):
+        as_alice.post("/api/v1/bookings/", body, format="json")
+    error = assert_shape(as_alice.post("/api/v1/bookings/", body, format="json"), 409, "pool_full")
+    assert error["extra"]["next_free"]
+
+
+def test_429_when_throttled(as_alice, monkeypatch):
+    cache.clear()
+    monkeypatch.setattr(PrincipalRateThrottle, "rate", "2/min", raising=False)
+    for _ in range(2):
+        assert as_alice.get("/api/v1/me/").status_code == 200
+    error = assert_shape(as_alice.get("/api/v1/me/"), 429, "throttled")
+    assert error["extra"]["retry_after_s"] > 0
+    cache.clear()
+
+
+def test_500_is_json_and_leaks_nothing(as_alice, monkeypatch):
+    from labgpu.accounts import apis
+
+    def explode(self, request):
+        raise RuntimeError("database password is hunter2")
+
+    monkeypatch.setattr(apis.MeView, "get", explode)
+    body = assert_shape(as_alice.get("/api/v1/me/"), 500, "server_error")
+    assert "hunter2" not in body["message"]
+
+
+@pytest.mark.parametrize("payload", [
+    {"pool": "x", "end": 5},
+    {"pool": None, "end": None, "start": None},
+    {"pool": [1], "end": {"a": 1}},
+    {"pool": 1, "end": "2030-13-45T99:00:00+00:00"},
+    {"pool": 1, "end": "2030-01-01T10:00:00+25:00"},
+    {"pool": 1, "end": "9999-12-31T23:59:59+00:00", "purpose": "x" * 10_000},
+    {"pool": 2**70, "end": "2030-01-01T10:00:00Z"},
+])
+def test_garbage_never_causes_a_500(as_alice, pool, payload):
+    response = as_alice.post("/api/v1/bookings/", payload, format="json")
+    assert 400 <= response.status_code < 500, response.content
+    assert_shape(response, response.status_code)
+
+
+@pytest.mark.parametrize("query", [
+    {"start": "yesterday", "end": "today"},
+    {"start": "2030-01-01T00:00:00Z", "end": "2029-01-01T00:00:00Z"},
+    {"start": "2030-01-01T00:00:00Z", "end": "2031-06-01T00:00:00Z"},
+    {"start": "2030-01-01T00:00:00Z", "end": "2030-01-02T00:00:00Z", "duration_minutes": "-5"},
+    {},
+])
+def test_bad_availability_queries_are_400(as_alice, pool, query):
+    assert_shape(as_alice.get(f"/api/v1/pools/{pool.pk}/availability/", query), 400)

@@ -1,0 +1,35 @@
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from labgpu.accounts.models import User
+from labgpu.bookings.models import Booking
+from labgpu.catalog.models import InstanceType, NodePool
+
+
+@pytest.mark.django_db
+def test_seed_demo_is_idempotent_and_prints_usable_credentials(client):
+    call_command("seed_demo", stdout=io.StringIO())
+    counts = (User.objects.count(), NodePool.objects.count(), Booking.objects.count())
+    out = io.StringIO()
+    call_command("seed_demo", "--json", stdout=out)
+    assert (User.objects.count(), NodePool.objects.count(), Booking.objects.count()) == counts
+
+    data = json.loads(out.getvalue())
+    roles = {user["username"]: user["role"] for user in data["users"]}
+    assert roles["carol"] == "site_admin" and roles["bob"] == "lab_admin"
+    assert {"vision", "language"} <= {user["lab"] for user in data["users"]}
+    pools = {pool["slug"]: pool for pool in data["pools"]}
+    assert any(pool["requires_approval"] for pool in pools.values())
+    assert any(pool["capacity"] == 1 for pool in pools.values())
+    assert {t.gpu_model for t in InstanceType.objects.all()} >= {"MI300X", "MI325X", "MI350X",
+                                                                "H100", "H200"}
+    assert InstanceType.objects.get(gpu_model="MI350X").gpu_arch == "gfx950"
+    assert Booking.objects.filter(status="pending").exists()
+
+    alice = next(user for user in data["users"] if user["username"] == "alice")
+    me = client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {alice['token']}")
+    assert me.json()["username"] == "alice"
+    assert client.login(username="alice", password=alice["password"])
