@@ -58,30 +58,38 @@ def driver_from_settings(
     """Build a driver for a `ProviderAccount` whose token lives in the env var `credential_env`.
 
     The only place in this package that reads Django settings (lazily, so the package stays usable
-    without Django): `LABGPU_PROVIDER_REDIS_URL`, else `REDIS_URL`, else `CELERY_BROKER_URL` when it
-    is a redis:// URL, is where the shared request budget lives.
+    without Django). The shared request budget lives at the first redis:// URL among: setting or
+    env `LABGPU_PROVIDER_REDIS_URL`, setting or env `REDIS_URL`, setting `CELERY_BROKER_URL`.
     """
     token = os.environ.get(credential_env, "")
     if not token:
         raise ProviderPermanentError(
             f"provider credential environment variable {credential_env} is not set"
         )
-    redis_url = None
     try:
         from django.conf import settings
 
+        def setting(name: str) -> object:
+            return getattr(settings, name, None)
+    except ImportError:
+
+        def setting(name: str) -> object:
+            return None
+
+    try:
         candidates = [
-            getattr(settings, "LABGPU_PROVIDER_REDIS_URL", None),
-            getattr(settings, "REDIS_URL", None),
-            getattr(settings, "CELERY_BROKER_URL", None),
+            setting("LABGPU_PROVIDER_REDIS_URL"),
+            os.environ.get("LABGPU_PROVIDER_REDIS_URL"),
+            setting("REDIS_URL"),
+            os.environ.get("REDIS_URL"),
+            setting("CELERY_BROKER_URL"),
         ]
-    except Exception:  # Django absent or not configured
-        candidates = []
-    candidates += [os.environ.get("LABGPU_PROVIDER_REDIS_URL"), os.environ.get("REDIS_URL")]
-    for candidate in candidates:
-        if isinstance(candidate, str) and candidate.startswith(("redis://", "rediss://")):
-            redis_url = candidate
-            break
+    except Exception:  # Django installed but not configured: environment only
+        candidates = [os.environ.get("LABGPU_PROVIDER_REDIS_URL"), os.environ.get("REDIS_URL")]
+    redis_url = next(
+        (c for c in candidates if isinstance(c, str) and c.startswith(("redis://", "rediss://"))),
+        None,
+    )
     return build_driver(kind=kind, base_url=base_url, token=token, redis_url=redis_url, **options)
 
 
