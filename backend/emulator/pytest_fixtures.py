@@ -28,7 +28,9 @@ _RESTORED = (
 
 @pytest.fixture(scope="session")
 def emulator_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmulatorHandle]:
-    handle = start_emulator(tmp_path_factory.mktemp("emulator"))
+    """No node agents by default, so driver tests stay hermetic; a test that wants them calls
+    `emulator.configure(agent_cmd="labgpu-agent")` (restored afterwards)."""
+    handle = start_emulator(tmp_path_factory.mktemp("emulator"), agent_cmd="")
     try:
         yield handle
     finally:

@@ -15,6 +15,8 @@ import pytest
 from emulator.testing import start_emulator
 from labgpu.providers.cloudinit import render_user_data
 
+pytestmark = pytest.mark.slow  # a live emulator subprocess (see pyproject markers)
+
 AUTH = {"Authorization": "Bearer emulator-test-token"}
 BODY = {
     "name": "labgpu-node-1",

@@ -25,6 +25,7 @@ from labgpu.providers import (
 from labgpu.providers.cloudinit import render_user_data
 
 pytest.importorskip("openapi_core", reason="openapi-core (test extra) is not installed")
+pytestmark = pytest.mark.slow  # a live emulator subprocess (see pyproject markers)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,8 @@ from labgpu.providers import (
 )
 from labgpu.providers.cloudinit import render_user_data
 
+pytestmark = pytest.mark.slow  # a live emulator subprocess (see pyproject markers)
+
 MI300X = "gpu-mi300x1-192gb"
 
 

@@ -17,6 +17,7 @@ from labgpu.providers.ratelimit import (
 TOKEN = "dop_v1_budget-test-token-0123456789"
 
 
+@pytest.mark.slow
 def test_two_drivers_on_one_token_share_one_budget(
     make_driver, emulator, redis_client, budget_prefix
 ):
