@@ -196,9 +196,18 @@ class DigitalOceanDriver:
 
         GPU droplets are left out of a plain `GET /v2/droplets`, and `type` cannot be combined with
         `tag_name`, so filtering by tag has to happen here.
+
+        Pages are offsets, not a snapshot: a droplet created or destroyed during the walk can
+        shift another across a page boundary. Duplicates are dropped here; a droplet *missing*
+        from one listing is not proof that it is gone — confirm with `get()` before marking a
+        node lost.
         """
+        seen: set[int] = set()
         for item in self._paginate("/v2/droplets", "droplets", {"type": "gpus"}):
-            yield _droplet_from(item)
+            droplet = _droplet_from(item)
+            if droplet.id not in seen:
+                seen.add(droplet.id)
+                yield droplet
 
     def find_by_tag(self, tag: str) -> list[Droplet]:
         return [d for d in self.list_gpu_droplets() if tag in d.tags]
