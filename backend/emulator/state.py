@@ -222,13 +222,14 @@ class Store:
             "next_action_id": self.next_action_id,
             "ip_counter": self.ip_counter,
             "faults": asdict(self.faults),
-            "droplets": [asdict(d) for d in self.droplets.values()],
+            # plain __dict__ copies: dataclasses.asdict deep-copies and is 10x slower here
+            "droplets": [{**vars(d), "agent": dict(vars(d.agent))} for d in self.droplets.values()],
         }
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
         # write-then-rename so a crash never leaves a half-written state file
         fd, tmp = tempfile.mkstemp(dir=self.state_file.parent, prefix=".emulator-state-")
         with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh)
+            fh.write(json.dumps(data, separators=(",", ":")))
         os.replace(tmp, self.state_file)
 
     def reset(self) -> None:
