@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlencode
 
@@ -367,8 +368,6 @@ class Emulator:
                     },
                 }
             )
-        from dataclasses import asdict
-
         return {
             "settings": self.settings.public(),
             "faults": asdict(self.store.faults),
@@ -435,8 +434,6 @@ def create_app(settings: EmulatorSettings) -> Starlette:
         return JSONResponse(emu.admin_state())
 
     async def faults(request: Request) -> Response:
-        from dataclasses import asdict
-
         if request.method == "POST":
             try:
                 emu.store.faults.update(await request.json())

@@ -71,7 +71,8 @@ class Faults:
     #: a DELETE answers 204 at once but the droplet stays (status `off`) this long
     slow_delete_s: float = 0.0
     #: one-shot rules, first match wins: {method, path (glob), status, after_create, delay_s,
-    #: times, message}. `after_create`: the droplet IS created, then `status` is answered.
+    #: times, message}. `after_create`: the request IS carried out (a create makes the droplet),
+    #: then `status` is answered.
     next: list[dict[str, Any]] = field(default_factory=list)
     #: droplet name -> agent fixture profile; "none" starts no agent (one that never reports)
     agent_profiles: dict[str, str] = field(default_factory=dict)
