@@ -89,7 +89,7 @@ ifneq ($(wildcard agent/pyproject.toml),)
 	cd agent && $(PY) -m pytest
 endif
 ifneq ($(HAS_FRONTEND),)
-	$(MAKE) test-frontend
+	@if [ "$(FRONTEND_TESTS)" != "0" ]; then $(MAKE) test-frontend; fi
 endif
 
 .PHONY: test-frontend

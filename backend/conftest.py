@@ -62,8 +62,13 @@ def instance_type(db):
 
 @pytest.fixture
 def pool(instance_type):
-    return NodePoolFactory(name="MI300X tor1", slug="mi300x-tor1", instance_type=instance_type,
-                           capacity=2, max_days_ahead=60)
+    return NodePoolFactory(
+        name="MI300X tor1",
+        slug="mi300x-tor1",
+        instance_type=instance_type,
+        capacity=2,
+        max_days_ahead=60,
+    )
 
 
 @pytest.fixture

@@ -52,8 +52,9 @@ class LoginView(APIView):
         data.is_valid(raise_exception=True)
         user = authenticate(request, **data.validated_data)
         if user is None:
-            raise ApplicationError("Wrong username or password.", code="invalid_credentials",
-                                   status_code=401)
+            raise ApplicationError(
+                "Wrong username or password.", code="invalid_credentials", status_code=401
+            )
         login(request, user)
         return Response(MeSerializer(user).data)
 
@@ -78,8 +79,12 @@ class MeView(APIView):
         return Response(serializer.data)
 
 
-class SshKeyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
-                    viewsets.GenericViewSet):
+class SshKeyViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
     queryset = SshKey.objects.none()
     serializer_class = SshKeySerializer
     pagination_class = None
@@ -88,11 +93,17 @@ class SshKeyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destr
         return SshKey.objects.filter(user=self.request.user).order_by("created_at")
 
     def perform_create(self, serializer: SshKeySerializer) -> None:
-        serializer.instance = services.ssh_key_add(user=self.request.user, **serializer.validated_data)
+        serializer.instance = services.ssh_key_add(
+            user=self.request.user, **serializer.validated_data
+        )
 
 
-class ApiTokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
-                      viewsets.GenericViewSet):
+class ApiTokenViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
     """Personal API tokens. The secret is returned once, by create; revoke with DELETE."""
 
     queryset = ApiToken.objects.none()
@@ -144,8 +155,9 @@ class LabMemberViewSet(viewsets.ModelViewSet):
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_lab(self) -> Lab:
-        return get_object_or_404(selectors.labs_visible_to(self.request.user),
-                                 pk=self.kwargs["lab_pk"])
+        return get_object_or_404(
+            selectors.labs_visible_to(self.request.user), pk=self.kwargs["lab_pk"]
+        )
 
     def get_queryset(self) -> QuerySet[Membership]:
         if getattr(self, "swagger_fake_view", False):
@@ -153,7 +165,9 @@ class LabMemberViewSet(viewsets.ModelViewSet):
         return self.get_lab().memberships.select_related("user").order_by("user__username")
 
     def get_serializer_class(self) -> type:
-        return MembershipUpdateSerializer if self.action == "partial_update" else MembershipSerializer
+        return (
+            MembershipUpdateSerializer if self.action == "partial_update" else MembershipSerializer
+        )
 
     def create(self, request: Request, lab_pk: str) -> Response:
         serializer = MembershipSerializer(data=request.data)

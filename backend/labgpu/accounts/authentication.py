@@ -8,7 +8,7 @@ from labgpu.accounts.services import TOKEN_PREFIX, token_authenticate
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
-    """`Authorization: Bearer lgp_…` personal tokens. Other bearer kinds (node tokens) pass through."""
+    """`Authorization: Bearer lgp_…` personal tokens; other bearer kinds pass through."""
 
     keyword = "Bearer"
 

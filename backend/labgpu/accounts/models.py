@@ -3,6 +3,7 @@ import zoneinfo
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -49,8 +50,12 @@ class Membership(BaseModel):
     lab = models.ForeignKey(Lab, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     # Per-member limits set by the lab admin; null means "no limit beyond the lab's quota".
-    max_hours_per_week = models.PositiveIntegerField(null=True, blank=True)
-    max_concurrent_bookings = models.PositiveIntegerField(null=True, blank=True)
+    max_hours_per_week = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MaxValueValidator(7 * 24)]
+    )
+    max_concurrent_bookings = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MaxValueValidator(1000)]
+    )
 
     class Meta:
         constraints = [

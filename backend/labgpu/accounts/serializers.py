@@ -28,8 +28,17 @@ class MeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = User
-        fields = ["id", "username", "email", "first_name", "last_name", "timezone", "language",
-                  "is_site_admin", "memberships"]
+        fields = [
+            "id",
+            "username",
+            "email",
+            "first_name",
+            "last_name",
+            "timezone",
+            "language",
+            "is_site_admin",
+            "memberships",
+        ]
         read_only_fields = ["id", "username"]
 
 
@@ -60,8 +69,16 @@ class ApiTokenSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "scopes", "expires_at", "last_used_at", "revoked_at",
-                  "created_at"]
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "scopes",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+            "created_at",
+        ]
         read_only_fields = ["id", "prefix", "last_used_at", "revoked_at", "created_at"]
 
 
@@ -87,14 +104,23 @@ class LabSerializer(serializers.ModelSerializer):
 class MembershipSerializer(serializers.ModelSerializer):
     user = UserSummarySerializer(read_only=True)
     username = serializers.SlugRelatedField(
-        source="user", slug_field="username", queryset=get_user_model().objects.filter(is_active=True),
+        source="user",
+        slug_field="username",
+        queryset=get_user_model().objects.filter(is_active=True),
         write_only=True,
     )
 
     class Meta:
         model = Membership
-        fields = ["id", "user", "username", "role", "max_hours_per_week",
-                  "max_concurrent_bookings", "created_at"]
+        fields = [
+            "id",
+            "user",
+            "username",
+            "role",
+            "max_hours_per_week",
+            "max_concurrent_bookings",
+            "created_at",
+        ]
         read_only_fields = ["id", "created_at"]
 
 

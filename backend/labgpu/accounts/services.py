@@ -113,9 +113,7 @@ def ssh_key_add(*, user: User, name: str, public_key: str) -> SshKey:
 def _require_lab_admin(*, actor: User, lab: Lab) -> None:
     if actor.is_site_admin:
         return
-    if not Membership.objects.filter(
-        user=actor, lab=lab, role=Membership.Role.LAB_ADMIN
-    ).exists():
+    if not Membership.objects.filter(user=actor, lab=lab, role=Membership.Role.LAB_ADMIN).exists():
         raise NotPermitted("Only this lab's admins can do that.", code="not_lab_admin")
 
 
@@ -141,8 +139,13 @@ def membership_add(
     )
     if not created:
         raise Conflict(f"{user.username} is already in {lab.name}.", code="already_member")
-    audit_record(actor=actor, action="membership.add", target=membership, lab=lab,
-                 data={"user": user.username, "role": role})
+    audit_record(
+        actor=actor,
+        action="membership.add",
+        target=membership,
+        lab=lab,
+        data={"user": user.username, "role": role},
+    )
     return membership
 
 
@@ -159,8 +162,13 @@ def membership_update(*, actor: User, membership: Membership, **changes: object)
     for name in fields:
         setattr(membership, name, changes[name])
     membership.save(update_fields=[*fields, "updated_at"])
-    audit_record(actor=actor, action="membership.update", target=membership, lab=membership.lab,
-                 data={name: changes[name] for name in fields})
+    audit_record(
+        actor=actor,
+        action="membership.update",
+        target=membership,
+        lab=membership.lab,
+        data={name: changes[name] for name in fields},
+    )
     return membership
 
 
@@ -169,8 +177,13 @@ def membership_remove(*, actor: User, membership: Membership) -> None:
     _require_lab_admin(actor=actor, lab=membership.lab)
     if membership.role == Membership.Role.LAB_ADMIN:
         _ensure_another_admin(membership)
-    audit_record(actor=actor, action="membership.remove", target=membership, lab=membership.lab,
-                 data={"user": membership.user.username})
+    audit_record(
+        actor=actor,
+        action="membership.remove",
+        target=membership,
+        lab=membership.lab,
+        data={"user": membership.user.username},
+    )
     membership.delete()
 
 

@@ -36,7 +36,9 @@ def _first_code(detail: Any) -> str | None:
 def _validation_response(error: exceptions.ValidationError) -> Response:
     detail = error.detail
     if isinstance(detail, dict):
-        fields = {key: value if isinstance(value, list) else [value] for key, value in detail.items()}
+        fields = {
+            key: value if isinstance(value, list) else [value] for key, value in detail.items()
+        }
         errors = fields.pop("non_field_errors", None)
         field_names = ", ".join(fields) or "the request"
         message = str(errors[0]) if errors else f"Invalid input in {field_names}."

@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 
 class AwareDateTimeField(serializers.DateTimeField):
-    """ISO 8601 with an explicit offset only: a naive datetime is ambiguous across time zones (I-7)."""
+    """ISO 8601 with an explicit offset only: a naive datetime is ambiguous (I-7)."""
 
     default_error_messages = {
         "naive_datetime": "Give the time zone offset, e.g. 2026-12-01T09:00:00+08:00 or …Z.",

@@ -35,6 +35,7 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
                 statuses["409"] = "Conflict (e.g. pool full: extra.next_free)"
             for code, description in statuses.items():
                 responses.setdefault(
-                    code, {"description": description, "content": {"application/json": {"schema": ref}}}
+                    code,
+                    {"description": description, "content": {"application/json": {"schema": ref}}},
                 )
     return result

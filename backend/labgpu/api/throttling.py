@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 class PrincipalRateThrottle(SimpleRateThrottle):
-    """Rate per API token when one is used, else per user: a runaway script cannot starve the SPA."""
+    """Rate per API token, else per user: a runaway script cannot starve the SPA."""
 
     scope = "principal"
 

@@ -7,7 +7,10 @@ class AuditEvent(models.Model):
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
     )
     action = models.CharField(max_length=64, db_index=True)
@@ -23,4 +26,5 @@ class AuditEvent(models.Model):
         indexes = [models.Index(fields=["target_type", "target_id"])]
 
     def __str__(self) -> str:
-        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}#{self.target_id}"
+        target = f"{self.target_type}#{self.target_id}"
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {target}"

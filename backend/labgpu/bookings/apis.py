@@ -22,8 +22,12 @@ from labgpu.core.errors import ApplicationError
 BOOK_ACTIONS = {"create", "cancel", "extend"}
 
 
-class BookingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                     viewsets.GenericViewSet):
+class BookingViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
     queryset = Booking.objects.none()
     serializer_class = BookingSerializer
     filterset_class = BookingFilter
@@ -39,9 +43,14 @@ class BookingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
     @extend_schema(
         request=BookingCreateSerializer,
         responses={201: BookingSerializer, 200: BookingSerializer},
-        parameters=[OpenApiParameter(
-            "Idempotency-Key", str, OpenApiParameter.HEADER,
-            description="Retrying with the same key returns the original booking (200).")],
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                description="Retrying with the same key returns the original booking (200).",
+            )
+        ],
     )
     def create(self, request: Request) -> Response:
         serializer = BookingCreateSerializer(
@@ -50,8 +59,9 @@ class BookingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
         serializer.is_valid(raise_exception=True)
         key = request.headers.get("Idempotency-Key", "").strip() or None
         if key and len(key) > 255:
-            raise ApplicationError("Idempotency-Key is at most 255 characters.",
-                                   code="invalid_idempotency_key")
+            raise ApplicationError(
+                "Idempotency-Key is at most 255 characters.", code="invalid_idempotency_key"
+            )
         data = serializer.validated_data
         booking, created = services.booking_create(
             user=request.user,
@@ -68,8 +78,11 @@ class BookingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
         headers = {"Location": f"/api/v1/bookings/{booking.pk}/"}
         if not created:
             headers["Idempotent-Replayed"] = "true"
-        return Response(BookingSerializer(booking).data, headers=headers,
-                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            BookingSerializer(booking).data,
+            headers=headers,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
 
     @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])
@@ -77,8 +90,9 @@ class BookingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
         """Cancel before the start, or end early once it runs (the node is torn down)."""
         reason = ReasonSerializer(data=request.data)
         reason.is_valid(raise_exception=True)
-        booking = services.booking_cancel(actor=request.user, booking=self.get_object(),
-                                          reason=reason.validated_data["reason"])
+        booking = services.booking_cancel(
+            actor=request.user, booking=self.get_object(), reason=reason.validated_data["reason"]
+        )
         return Response(BookingSerializer(booking).data)
 
     @extend_schema(request=BookingExtendSerializer, responses=BookingSerializer)
@@ -86,8 +100,9 @@ class BookingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
     def extend(self, request: Request, pk: str) -> Response:
         body = BookingExtendSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        booking = services.booking_extend(actor=request.user, booking=self.get_object(),
-                                          end=body.validated_data["end"])
+        booking = services.booking_extend(
+            actor=request.user, booking=self.get_object(), end=body.validated_data["end"]
+        )
         return Response(BookingSerializer(booking).data)
 
     @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
@@ -95,8 +110,9 @@ class BookingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
     def approve(self, request: Request, pk: str) -> Response:
         body = ReasonSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        booking = services.booking_approve(actor=request.user, booking=self.get_object(),
-                                           reason=body.validated_data["reason"])
+        booking = services.booking_approve(
+            actor=request.user, booking=self.get_object(), reason=body.validated_data["reason"]
+        )
         return Response(BookingSerializer(booking).data)
 
     @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
@@ -104,6 +120,7 @@ class BookingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
     def reject(self, request: Request, pk: str) -> Response:
         body = ReasonSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        booking = services.booking_reject(actor=request.user, booking=self.get_object(),
-                                          reason=body.validated_data["reason"])
+        booking = services.booking_reject(
+            actor=request.user, booking=self.get_object(), reason=body.validated_data["reason"]
+        )
         return Response(BookingSerializer(booking).data)

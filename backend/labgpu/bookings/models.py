@@ -2,6 +2,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
@@ -52,23 +53,29 @@ class Booking(BaseModel):
     status_changed_at = models.DateTimeField(null=True, blank=True)
     on_demand = models.BooleanField(default=False)
 
-    slot = models.PositiveSmallIntegerField()
+    slot = models.PositiveSmallIntegerField(validators=[MaxValueValidator(1000)])
     reserved_start = models.DateTimeField()
     reserved_end = models.DateTimeField()
 
     # Snapshots at booking time, so later catalog edits do not rewrite history.
-    gpu_count = models.PositiveSmallIntegerField()
+    gpu_count = models.PositiveSmallIntegerField(validators=[MaxValueValidator(64)])
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=4)
     consumed_gpu_hours = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
 
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.CharField(max_length=500, blank=True)
     ended_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
     )
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -124,3 +131,6 @@ class IdempotencyKey(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["user", "key"], name="idempotency_unique_user_key")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.key} → booking #{self.booking_id}"

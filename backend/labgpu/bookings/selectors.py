@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 from django.db.models import Q, QuerySet
 
@@ -33,9 +34,7 @@ def bookings_visible_to(user: User) -> QuerySet[Booking]:
 
 def booking_changeable_by(user: User, booking: Booking) -> bool:
     return (
-        user.is_site_admin
-        or booking.user_id == user.pk
-        or booking.lab_id in admin_lab_ids_of(user)
+        user.is_site_admin or booking.user_id == user.pk or booking.lab_id in admin_lab_ids_of(user)
     )
 
 
@@ -84,7 +83,7 @@ def availability_intervals(pool: NodePool, start: datetime, end: datetime) -> li
         cuts.update(moment for moment in (p_start, p_end) if start < moment < end)
     ordered = sorted(cuts)
     intervals = []
-    for piece_start, piece_end in zip(ordered, ordered[1:], strict=False):
+    for piece_start, piece_end in pairwise(ordered):
         used = sum(1 for p_start, p_end in periods if p_start < piece_end and p_end > piece_start)
         dark = any(b_start < piece_end and b_end > piece_start for b_start, b_end in blackouts)
         free = 0 if dark else max(pool.capacity - used, 0)
@@ -96,7 +95,9 @@ def availability_intervals(pool: NodePool, start: datetime, end: datetime) -> li
     return intervals
 
 
-def reserved_period_for(pool: NodePool, start: datetime, end: datetime, *, on_demand: bool) -> Period:
+def reserved_period_for(
+    pool: NodePool, start: datetime, end: datetime, *, on_demand: bool
+) -> Period:
     lead = timedelta(0) if on_demand else timedelta(minutes=pool.provisioning_lead_minutes)
     return start - lead, end + timedelta(minutes=pool.teardown_grace_minutes)
 

@@ -19,23 +19,48 @@ class BookingSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Booking
-        fields = ["id", "pool", "pool_name", "instance_type", "lab", "user", "start", "end",
-                  "purpose", "status", "status_changed_at", "on_demand", "gpu_count",
-                  "price_per_hour", "gpu_hours", "estimated_cost", "consumed_gpu_hours",
-                  "decided_by", "decided_at", "decision_reason", "ended_by", "ended_at",
-                  "created_at", "updated_at"]
+        fields = [
+            "id",
+            "pool",
+            "pool_name",
+            "instance_type",
+            "lab",
+            "user",
+            "start",
+            "end",
+            "purpose",
+            "status",
+            "status_changed_at",
+            "on_demand",
+            "gpu_count",
+            "price_per_hour",
+            "gpu_hours",
+            "estimated_cost",
+            "consumed_gpu_hours",
+            "decided_by",
+            "decided_at",
+            "decision_reason",
+            "ended_by",
+            "ended_at",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields
 
 
 class BookingCreateSerializer(serializers.Serializer):
     pool = serializers.PrimaryKeyRelatedField(queryset=NodePool.objects.all())
-    start = AwareDateTimeField(required=False, allow_null=True,
-                               help_text="Omit (or give now) for an on-demand booking.")
+    start = AwareDateTimeField(
+        required=False, allow_null=True, help_text="Omit (or give now) for an on-demand booking."
+    )
     end = AwareDateTimeField()
     purpose = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-    lab = serializers.PrimaryKeyRelatedField(queryset=Lab.objects.all(), required=False,
-                                             allow_null=True,
-                                             help_text="Needed when you are in several labs.")
+    lab = serializers.PrimaryKeyRelatedField(
+        queryset=Lab.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="Needed when you are in several labs.",
+    )
 
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

@@ -72,44 +72,56 @@ def _check_times(*, pool: NodePool, start: datetime, end: datetime, on_demand: b
     moment = now()
     grid = pool.granularity_minutes
     if end <= start:
-        raise ApplicationError("The end must be after the start.", code="end_before_start",
-                               field="end")
+        raise ApplicationError(
+            "The end must be after the start.", code="end_before_start", field="end"
+        )
     if not on_demand and start < moment:
         raise ApplicationError("The start is in the past.", code="start_in_past", field="start")
     if not on_demand and not is_aligned(start, grid):
         raise ApplicationError(
             f"Bookings in {pool.name} start on a {grid}-minute grid.",
-            code="off_granularity", field="start",
+            code="off_granularity",
+            field="start",
         )
     if not is_aligned(end, grid):
         raise ApplicationError(
             f"Bookings in {pool.name} end on a {grid}-minute grid.",
-            code="off_granularity", field="end",
+            code="off_granularity",
+            field="end",
         )
     minutes = (end - start).total_seconds() / 60
     if minutes < pool.min_duration_minutes:
         raise ApplicationError(
             f"Bookings in {pool.name} last at least {pool.min_duration_minutes} minutes.",
-            code="too_short", field="end",
+            code="too_short",
+            field="end",
         )
     if minutes > pool.max_duration_minutes:
         raise ApplicationError(
             f"Bookings in {pool.name} last at most {pool.max_duration_minutes} minutes.",
-            code="too_long", field="end",
+            code="too_long",
+            field="end",
         )
     if start > moment + timedelta(days=pool.max_days_ahead):
         raise ApplicationError(
             f"{pool.name} takes bookings at most {pool.max_days_ahead} days ahead.",
-            code="too_far_ahead", field="start",
+            code="too_far_ahead",
+            field="start",
         )
     blackout = Blackout.objects.filter(pool=pool, start__lt=end, end__gt=start).first()
     if blackout:
         raise ApplicationError(
             f"{pool.name} is closed for maintenance from {blackout.start.isoformat()} "
             f"to {blackout.end.isoformat()}.",
-            code="blackout", field="start",
-            extra={"blackout": {"start": blackout.start.isoformat(),
-                                "end": blackout.end.isoformat(), "reason": blackout.reason}},
+            code="blackout",
+            field="start",
+            extra={
+                "blackout": {
+                    "start": blackout.start.isoformat(),
+                    "end": blackout.end.isoformat(),
+                    "reason": blackout.reason,
+                }
+            },
         )
 
 
@@ -124,12 +136,13 @@ def _week_bounds(moment: datetime, tz: zoneinfo.ZoneInfo) -> tuple[datetime, dat
 def _check_member_limits(
     *, membership: Membership, user: User, start: datetime, end: datetime, exclude_id: int | None
 ) -> None:
-    """The lab admin's per-member limits; the membership row is locked so parallel requests queue."""
+    """Per-member limits; the locked membership row makes parallel requests queue."""
     if membership.max_hours_per_week is None and membership.max_concurrent_bookings is None:
         return
     Membership.objects.select_for_update().filter(pk=membership.pk).first()
     mine = Booking.objects.filter(
-        user=user, lab_id=membership.lab_id,
+        user=user,
+        lab_id=membership.lab_id,
         status__in=[*Booking.LIVE_STATUSES, Status.COMPLETED],
     ).exclude(pk=exclude_id)
     if membership.max_concurrent_bookings is not None:
@@ -147,9 +160,12 @@ def _check_member_limits(
         while week_start < end:
             new = min(end, week_end) - max(start, week_start)
             existing = sum(
-                (min(b_end, week_end) - max(b_start, week_start)
-                 for b_start, b_end in mine.filter(start__lt=week_end, end__gt=week_start)
-                 .values_list("start", "end")),
+                (
+                    min(b_end, week_end) - max(b_start, week_start)
+                    for b_start, b_end in mine.filter(
+                        start__lt=week_end, end__gt=week_start
+                    ).values_list("start", "end")
+                ),
                 timedelta(0),
             )
             if existing + new > limit:
@@ -163,8 +179,9 @@ def _check_member_limits(
             week_start, week_end = week_end, week_end + timedelta(days=7)
 
 
-def _allocate_slot(pool: NodePool, reserved: tuple[datetime, datetime],
-                   exclude_id: int | None = None) -> int | None:
+def _allocate_slot(
+    pool: NodePool, reserved: tuple[datetime, datetime], exclude_id: int | None = None
+) -> int | None:
     """A slot free over the whole reserved period, repacking slots if the pool is fragmented."""
     rs, re = reserved
     rows = Booking.objects.filter(
@@ -180,8 +197,9 @@ def _allocate_slot(pool: NodePool, reserved: tuple[datetime, datetime],
     return _repack_slots(pool, reserved, exclude_id)
 
 
-def _repack_slots(pool: NodePool, reserved: tuple[datetime, datetime],
-                  exclude_id: int | None) -> int | None:
+def _repack_slots(
+    pool: NodePool, reserved: tuple[datetime, datetime], exclude_id: int | None
+) -> int | None:
     """Re-colour every current and future reservation so the new one fits.
 
     Capacity exists at every instant but no single slot is free throughout (fragmentation).
@@ -242,11 +260,14 @@ def booking_create(
             return replay, False
     try:
         with transaction.atomic():
-            booking = _booking_create(user=user, pool=pool, start=start, end=end, purpose=purpose,
-                                      lab=lab)
+            booking = _booking_create(
+                user=user, pool=pool, start=start, end=end, purpose=purpose, lab=lab
+            )
             if idempotency_key:
                 IdempotencyKey.objects.create(
-                    user=user, key=idempotency_key, request_fingerprint=request_fingerprint,
+                    user=user,
+                    key=idempotency_key,
+                    request_fingerprint=request_fingerprint,
                     booking=booking,
                 )
     except IntegrityError as error:
@@ -267,13 +288,19 @@ def _idempotent_replay(user: User, key: str, fingerprint: str) -> Booking | None
     if record.request_fingerprint != fingerprint:
         raise ApplicationError(
             "This Idempotency-Key was used with a different request.",
-            code="idempotency_key_reused", status_code=422,
+            code="idempotency_key_reused",
+            status_code=422,
         )
     return record.booking
 
 
 def _booking_create(
-    *, user: User, pool: NodePool, start: datetime | None, end: datetime, purpose: str,
+    *,
+    user: User,
+    pool: NodePool,
+    start: datetime | None,
+    end: datetime,
+    purpose: str,
     lab: Lab | None,
 ) -> Booking:
     moment = now()
@@ -286,8 +313,9 @@ def _booking_create(
     if not pool.is_active:
         raise ApplicationError(f"{pool.name} is closed.", code="pool_inactive", field="pool")
     if not pool_allows_lab(pool, lab.pk):
-        raise NotPermitted(f"{lab.name} may not book {pool.name}.", code="lab_not_allowed",
-                           field="pool")
+        raise NotPermitted(
+            f"{lab.name} may not book {pool.name}.", code="lab_not_allowed", field="pool"
+        )
     _check_times(pool=pool, start=start, end=end, on_demand=on_demand)
     _check_member_limits(membership=membership, user=user, start=start, end=end, exclude_id=None)
     reserved = reserved_period_for(pool, start, end, on_demand=on_demand)
@@ -296,17 +324,35 @@ def _booking_create(
         raise _pool_full(pool, end - start, start)
     instance_type = pool.instance_type
     booking = Booking(
-        lab=lab, user=user, pool=pool, start=start, end=end, purpose=purpose,
+        lab=lab,
+        user=user,
+        pool=pool,
+        start=start,
+        end=end,
+        purpose=purpose,
         status=Status.PENDING if pool.requires_approval else Status.SCHEDULED,
-        status_changed_at=moment, on_demand=on_demand, slot=slot,
-        reserved_start=reserved[0], reserved_end=reserved[1],
-        gpu_count=instance_type.gpu_count, price_per_hour=instance_type.price_per_hour,
+        status_changed_at=moment,
+        on_demand=on_demand,
+        slot=slot,
+        reserved_start=reserved[0],
+        reserved_end=reserved[1],
+        gpu_count=instance_type.gpu_count,
+        price_per_hour=instance_type.price_per_hour,
     )
     quota_check_and_lock(booking=booking)
     booking.save()
-    audit_record(actor=user, action="booking.create", target=booking, lab=lab,
-                 data={"status": booking.status, "start": start.isoformat(),
-                       "end": end.isoformat(), "pool": pool.slug})
+    audit_record(
+        actor=user,
+        action="booking.create",
+        target=booking,
+        lab=lab,
+        data={
+            "status": booking.status,
+            "start": start.isoformat(),
+            "end": end.isoformat(),
+            "pool": pool.slug,
+        },
+    )
     return booking
 
 
@@ -320,58 +366,99 @@ def booking_extend(*, actor: User, booking: Booking, end: datetime) -> Booking:
     if booking.status not in (Status.PENDING, Status.SCHEDULED, Status.PROVISIONING, Status.READY):
         raise Conflict(f"A {booking.status} booking cannot be extended.", code="invalid_status")
     if end <= booking.end:
-        raise ApplicationError("The new end must be later than the current one.",
-                               code="end_not_later", field="end")
+        raise ApplicationError(
+            "The new end must be later than the current one.", code="end_not_later", field="end"
+        )
     _check_times(pool=pool, start=booking.start, end=end, on_demand=True)
     membership = Membership.objects.filter(user=booking.user, lab=booking.lab).first()
     if membership:
-        _check_member_limits(membership=membership, user=booking.user, start=booking.start,
-                             end=end, exclude_id=booking.pk)
+        _check_member_limits(
+            membership=membership,
+            user=booking.user,
+            start=booking.start,
+            end=end,
+            exclude_id=booking.pk,
+        )
     old_end = booking.end
     reserved = (booking.reserved_start, end + timedelta(minutes=pool.teardown_grace_minutes))
     slot = _allocate_slot(pool, reserved, exclude_id=booking.pk)
     if slot is None:
         raise Conflict(
-            f"{pool.name} is booked right after your booking.", code="pool_full",
-            extra={"next_free": _windows_payload(next_free_windows(
-                pool, duration=end - old_end, after=old_end, exclude_id=booking.pk))},
+            f"{pool.name} is booked right after your booking.",
+            code="pool_full",
+            extra={
+                "next_free": _windows_payload(
+                    next_free_windows(
+                        pool, duration=end - old_end, after=old_end, exclude_id=booking.pk
+                    )
+                )
+            },
         )
     booking.end, booking.reserved_end, booking.slot = end, reserved[1], slot
     quota_check_and_lock(booking=booking, exclude_booking_id=booking.pk)
     booking.save(update_fields=["end", "reserved_end", "slot", "updated_at"])
-    audit_record(actor=actor, action="booking.extend", target=booking, lab=booking.lab,
-                 data={"from": old_end.isoformat(), "to": end.isoformat()})
+    audit_record(
+        actor=actor,
+        action="booking.extend",
+        target=booking,
+        lab=booking.lab,
+        data={"from": old_end.isoformat(), "to": end.isoformat()},
+    )
     return booking
 
 
 @transaction.atomic
 def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Booking:
-    """Cancel before it starts, or end it early; a site admin ending another lab's is a force-end."""
+    """Cancel before the start or end early; a site admin doing it for others force-ends."""
     if not booking_changeable_by(actor, booking):
         raise NotPermitted("You cannot cancel this booking.", code="not_your_booking")
     moment = now()
     forced = actor.is_site_admin and booking.user_id != actor.pk
-    if transition(Booking, pk=booking.pk, from_statuses=[Status.PENDING, Status.SCHEDULED],
-                  to_status=Status.CANCELLED, ended_by=actor, ended_at=moment):
+    if transition(
+        Booking,
+        pk=booking.pk,
+        from_statuses=[Status.PENDING, Status.SCHEDULED],
+        to_status=Status.CANCELLED,
+        ended_by=actor,
+        ended_at=moment,
+    ):
         action = "booking.force_end" if forced else "booking.cancel"
-    elif transition(Booking, pk=booking.pk, from_statuses=[Status.PROVISIONING, Status.READY],
-                    to_status=Status.ENDING, ended_by=actor, ended_at=moment):
+    elif transition(
+        Booking,
+        pk=booking.pk,
+        from_statuses=[Status.PROVISIONING, Status.READY],
+        to_status=Status.ENDING,
+        ended_by=actor,
+        ended_at=moment,
+    ):
         # The node exists: the lifecycle tears it down and meters what was used.
         action = "booking.force_end" if forced else "booking.end_early"
     else:
         booking.refresh_from_db()
         raise Conflict(f"A {booking.status} booking cannot be cancelled.", code="invalid_status")
     booking.refresh_from_db()
-    audit_record(actor=actor, action=action, target=booking, lab=booking.lab,
-                 data={"reason": reason, "status": booking.status})
+    audit_record(
+        actor=actor,
+        action=action,
+        target=booking,
+        lab=booking.lab,
+        data={"reason": reason, "status": booking.status},
+    )
     return booking
 
 
 def _decide(*, actor: User, booking: Booking, to_status: str, reason: str) -> Booking:
     if not is_lab_admin(actor, booking.lab_id):
         raise NotPermitted("Only this lab's admins decide its bookings.", code="not_lab_admin")
-    won = transition(Booking, pk=booking.pk, from_statuses=[Status.PENDING], to_status=to_status,
-                     decided_by=actor, decided_at=now(), decision_reason=reason)
+    won = transition(
+        Booking,
+        pk=booking.pk,
+        from_statuses=[Status.PENDING],
+        to_status=to_status,
+        decided_by=actor,
+        decided_at=now(),
+        decision_reason=reason,
+    )
     booking.refresh_from_db()
     if not won:
         raise Conflict(f"This booking is {booking.status}, not pending.", code="already_decided")
@@ -384,8 +471,13 @@ def booking_approve(*, actor: User, booking: Booking, reason: str = "") -> Booki
         booking_expire(booking_id=booking.pk)
         raise Conflict("Too late: the booking expired.", code="expired")
     booking = _decide(actor=actor, booking=booking, to_status=Status.SCHEDULED, reason=reason)
-    audit_record(actor=actor, action="booking.approve", target=booking, lab=booking.lab,
-                 data={"reason": reason})
+    audit_record(
+        actor=actor,
+        action="booking.approve",
+        target=booking,
+        lab=booking.lab,
+        data={"reason": reason},
+    )
     return booking
 
 
@@ -394,15 +486,21 @@ def booking_reject(*, actor: User, booking: Booking, reason: str) -> Booking:
     if not reason.strip():
         raise ApplicationError("Say why you reject it.", code="reason_required", field="reason")
     booking = _decide(actor=actor, booking=booking, to_status=Status.REJECTED, reason=reason)
-    audit_record(actor=actor, action="booking.reject", target=booking, lab=booking.lab,
-                 data={"reason": reason})
+    audit_record(
+        actor=actor,
+        action="booking.reject",
+        target=booking,
+        lab=booking.lab,
+        data={"reason": reason},
+    )
     return booking
 
 
 def booking_expire(*, booking_id: int) -> bool:
     """Expire a pending booking nobody decided before its provisioning had to begin."""
-    won = transition(Booking, pk=booking_id, from_statuses=[Status.PENDING],
-                     to_status=Status.EXPIRED)
+    won = transition(
+        Booking, pk=booking_id, from_statuses=[Status.PENDING], to_status=Status.EXPIRED
+    )
     if won:
         booking = Booking.objects.select_related("lab").get(pk=booking_id)
         audit_record(actor=None, action="booking.expire", target=booking, lab=booking.lab)
@@ -410,8 +508,8 @@ def booking_expire(*, booking_id: int) -> bool:
 
 
 def bookings_expire_stale_pending(*, batch: int = 200) -> int:
-    """Expire up to `batch` stale pending bookings; returns how many (re-run while it is `batch`)."""
-    stale = Booking.objects.filter(
-        status=Status.PENDING, reserved_start__lte=now()
-    ).values_list("pk", flat=True)[:batch]
+    """Expire up to `batch` stale pending bookings; returns how many were expired."""
+    stale = Booking.objects.filter(status=Status.PENDING, reserved_start__lte=now()).values_list(
+        "pk", flat=True
+    )[:batch]
     return sum(booking_expire(booking_id=pk) for pk in stale)

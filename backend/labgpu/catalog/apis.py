@@ -29,7 +29,7 @@ RANGE_PARAMETERS = [
 
 
 class ProviderAccountViewSet(viewsets.ModelViewSet):
-    """Cloud accounts (site admins only). The token itself lives in the environment variable named."""
+    """Cloud accounts (site admins only). The token lives in the named environment variable."""
 
     queryset = ProviderAccount.objects.order_by("name")
     serializer_class = ProviderAccountSerializer
@@ -53,9 +53,15 @@ class NodePoolViewSet(viewsets.ModelViewSet):
         return pools_visible_to(self.request.user).prefetch_related("allowed_labs").order_by("name")
 
     @extend_schema(
-        parameters=[*RANGE_PARAMETERS, OpenApiParameter(
-            "duration_minutes", int, description="Length of the windows to suggest "
-            "(default: the pool's minimum duration)")],
+        parameters=[
+            *RANGE_PARAMETERS,
+            OpenApiParameter(
+                "duration_minutes",
+                int,
+                description="Length of the windows to suggest "
+                "(default: the pool's minimum duration)",
+            ),
+        ],
         responses=AvailabilitySerializer,
     )
     @action(detail=True, methods=["get"])
@@ -68,18 +74,22 @@ class NodePoolViewSet(viewsets.ModelViewSet):
         minutes = query.validated_data.get("duration_minutes") or pool.min_duration_minutes
         intervals = availability_intervals(pool, start, end)
         windows = next_free_windows(pool, duration=timedelta(minutes=minutes), after=start)
-        return Response(AvailabilitySerializer({
-            "pool": pool.pk,
-            "capacity": pool.capacity,
-            "duration_minutes": minutes,
-            "intervals": intervals,
-            "next_free": [{"start": s, "end": e} for s, e in windows],
-        }).data)
+        return Response(
+            AvailabilitySerializer(
+                {
+                    "pool": pool.pk,
+                    "capacity": pool.capacity,
+                    "duration_minutes": minutes,
+                    "intervals": intervals,
+                    "next_free": [{"start": s, "end": e} for s, e in windows],
+                }
+            ).data
+        )
 
     @extend_schema(parameters=RANGE_PARAMETERS, responses=BusyBlockSerializer(many=True))
     @action(detail=True, methods=["get"])
     def busy(self, request: Request, pk: str) -> Response:
-        """Live bookings in [start, end); other labs' appear only as anonymous busy capacity (I-6)."""
+        """Live bookings in [start, end); other labs' only as anonymous busy blocks (I-6)."""
         pool = self.get_object()
         query = AvailabilityQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)

@@ -2,7 +2,7 @@ import os
 import re
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
@@ -10,6 +10,11 @@ from django.utils.translation import gettext_lazy as _
 from labgpu.core.models import BaseModel
 
 ENV_VAR_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# Explicit bounds: they are real limits, and they keep the OpenAPI schema the same on every
+# database (Django otherwise derives integer bounds from the backend's column types).
+MAX_CAPACITY = 1000
+DAY_MINUTES = 24 * 60
+YEAR_MINUTES = 366 * DAY_MINUTES
 
 
 def validate_env_var_name(value: str) -> None:
@@ -18,7 +23,7 @@ def validate_env_var_name(value: str) -> None:
 
 
 class ProviderAccount(BaseModel):
-    """A cloud account. The credential is a *reference* to an environment variable, never a value."""
+    """A cloud account. The credential is a *reference* to an environment variable."""
 
     class Kind(models.TextChoices):
         DIGITALOCEAN = "digitalocean", "DigitalOcean"
@@ -52,8 +57,10 @@ class InstanceType(BaseModel):
     image = models.CharField(max_length=100, default="gpu-amd-base")
     gpu_vendor = models.CharField(max_length=16, choices=Vendor.choices)
     gpu_model = models.CharField(max_length=64)
-    gpu_count = models.PositiveSmallIntegerField(validators=[MinValueValidator(1)])
-    vram_gb_per_gpu = models.PositiveIntegerField()
+    gpu_count = models.PositiveSmallIntegerField(
+        validators=[MinValueValidator(1), MaxValueValidator(64)]
+    )
+    vram_gb_per_gpu = models.PositiveIntegerField(validators=[MaxValueValidator(65536)])
     # gfx target on AMD (gfx942), compute capability on NVIDIA (9.0).
     gpu_arch = models.CharField(max_length=32)
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=4)
@@ -72,16 +79,32 @@ class NodePool(BaseModel):
     slug = models.SlugField(max_length=60, unique=True)
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="pools")
     region = models.CharField(max_length=32)
-    capacity = models.PositiveSmallIntegerField(validators=[MinValueValidator(1)])
-    granularity_minutes = models.PositiveSmallIntegerField(default=30)
-    min_duration_minutes = models.PositiveIntegerField(default=30)
-    max_duration_minutes = models.PositiveIntegerField(default=7 * 24 * 60)
-    max_days_ahead = models.PositiveSmallIntegerField(default=60)
-    provisioning_lead_minutes = models.PositiveSmallIntegerField(default=10)
-    teardown_grace_minutes = models.PositiveSmallIntegerField(default=5)
+    capacity = models.PositiveSmallIntegerField(
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_CAPACITY)]
+    )
+    granularity_minutes = models.PositiveSmallIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(DAY_MINUTES)]
+    )
+    min_duration_minutes = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(YEAR_MINUTES)]
+    )
+    max_duration_minutes = models.PositiveIntegerField(
+        default=7 * DAY_MINUTES, validators=[MinValueValidator(1), MaxValueValidator(YEAR_MINUTES)]
+    )
+    max_days_ahead = models.PositiveSmallIntegerField(
+        default=60, validators=[MaxValueValidator(3650)]
+    )
+    provisioning_lead_minutes = models.PositiveSmallIntegerField(
+        default=10, validators=[MaxValueValidator(DAY_MINUTES)]
+    )
+    teardown_grace_minutes = models.PositiveSmallIntegerField(
+        default=5, validators=[MaxValueValidator(DAY_MINUTES)]
+    )
     requires_approval = models.BooleanField(default=False)
     allowed_labs = models.ManyToManyField(
-        "accounts.Lab", blank=True, related_name="pools",
+        "accounts.Lab",
+        blank=True,
+        related_name="pools",
         help_text=_("Empty: every lab may book this pool."),
     )
     is_active = models.BooleanField(default=True)

@@ -9,16 +9,37 @@ class ProviderAccountSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ProviderAccount
-        fields = ["id", "name", "kind", "api_base_url", "token_env_var", "token_configured",
-                  "is_active"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "api_base_url",
+            "token_env_var",
+            "token_configured",
+            "is_active",
+        ]
 
 
 class InstanceTypeSerializer(serializers.ModelSerializer):
     class Meta:
         model = InstanceType
-        fields = ["id", "name", "slug", "provider_account", "provider_size", "image", "gpu_vendor",
-                  "gpu_model", "gpu_count", "vram_gb_per_gpu", "gpu_arch", "price_per_hour",
-                  "agent_profile", "expected_baselines", "is_active"]
+        fields = [
+            "id",
+            "name",
+            "slug",
+            "provider_account",
+            "provider_size",
+            "image",
+            "gpu_vendor",
+            "gpu_model",
+            "gpu_count",
+            "vram_gb_per_gpu",
+            "gpu_arch",
+            "price_per_hour",
+            "agent_profile",
+            "expected_baselines",
+            "is_active",
+        ]
 
 
 class NodePoolSerializer(serializers.ModelSerializer):
@@ -26,15 +47,32 @@ class NodePoolSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = NodePool
-        fields = ["id", "name", "slug", "instance_type", "instance_type_detail", "region",
-                  "capacity", "granularity_minutes", "min_duration_minutes",
-                  "max_duration_minutes", "max_days_ahead", "provisioning_lead_minutes",
-                  "teardown_grace_minutes", "requires_approval", "allowed_labs", "is_active"]
+        fields = [
+            "id",
+            "name",
+            "slug",
+            "instance_type",
+            "instance_type_detail",
+            "region",
+            "capacity",
+            "granularity_minutes",
+            "min_duration_minutes",
+            "max_duration_minutes",
+            "max_days_ahead",
+            "provisioning_lead_minutes",
+            "teardown_grace_minutes",
+            "requires_approval",
+            "allowed_labs",
+            "is_active",
+        ]
 
     def validate(self, attrs: dict) -> dict:
-        minimum = attrs.get("min_duration_minutes", getattr(self.instance, "min_duration_minutes", 0))
-        maximum = attrs.get("max_duration_minutes",
-                            getattr(self.instance, "max_duration_minutes", minimum))
+        minimum = attrs.get(
+            "min_duration_minutes", getattr(self.instance, "min_duration_minutes", 0)
+        )
+        maximum = attrs.get(
+            "max_duration_minutes", getattr(self.instance, "max_duration_minutes", minimum)
+        )
         if maximum < minimum:
             raise serializers.ValidationError(
                 {"max_duration_minutes": ["Must be at least min_duration_minutes."]}
@@ -57,8 +95,13 @@ class BlackoutSerializer(serializers.ModelSerializer):
         end = attrs.get("end", getattr(self.instance, "end", None))
         if start and end and end <= start:
             raise serializers.ValidationError(
-                {"end": [serializers.ErrorDetail("The end must be after the start.",
-                                                 code="end_before_start")]}
+                {
+                    "end": [
+                        serializers.ErrorDetail(
+                            "The end must be after the start.", code="end_before_start"
+                        )
+                    ]
+                }
             )
         return attrs
 
@@ -71,13 +114,23 @@ class AvailabilityQuerySerializer(serializers.Serializer):
     def validate(self, attrs: dict) -> dict:
         if attrs["end"] <= attrs["start"]:
             raise serializers.ValidationError(
-                {"end": [serializers.ErrorDetail("The end must be after the start.",
-                                                 code="end_before_start")]}
+                {
+                    "end": [
+                        serializers.ErrorDetail(
+                            "The end must be after the start.", code="end_before_start"
+                        )
+                    ]
+                }
             )
         if (attrs["end"] - attrs["start"]).days > 92:
             raise serializers.ValidationError(
-                {"end": [serializers.ErrorDetail("Ask for at most 92 days at once.",
-                                                 code="range_too_long")]}
+                {
+                    "end": [
+                        serializers.ErrorDetail(
+                            "Ask for at most 92 days at once.", code="range_too_long"
+                        )
+                    ]
+                }
             )
         return attrs
 

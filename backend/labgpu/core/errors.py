@@ -4,7 +4,7 @@ from typing import Any
 
 
 class ApplicationError(Exception):
-    """A rule was broken. `code` is stable and documented in docs/api.md; `message` is for people."""
+    """A rule was broken. `code` is stable (docs/api.md); `message` is for people."""
 
     status_code = 400
     default_code = "invalid"

@@ -18,8 +18,12 @@ from labgpu.quotas.serializers import (
 )
 
 
-class QuotaViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                   viewsets.GenericViewSet):
+class QuotaViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
     """Quotas of my labs with used / committed / remaining GPU-hours. Site admins set them."""
 
     queryset = Quota.objects.none()
@@ -35,8 +39,9 @@ class QuotaViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return quotas.filter(lab_id__in=lab_ids_of(self.request.user))
 
     def _with_usage(self, quota: Quota) -> Quota:
-        usage = quota_usage(lab_id=quota.lab_id, instance_type_id=quota.instance_type_id,
-                            month=quota.month)
+        usage = quota_usage(
+            lab_id=quota.lab_id, instance_type_id=quota.instance_type_id, month=quota.month
+        )
         quota.used_gpu_hours = usage.used
         quota.committed_gpu_hours = usage.committed
         quota.remaining_gpu_hours = usage.remaining
@@ -60,8 +65,12 @@ class QuotaViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return Response(self.get_serializer(quota).data, status=status.HTTP_201_CREATED)
 
 
-class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                          mixins.CreateModelMixin, viewsets.GenericViewSet):
+class QuotaRequestViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
     queryset = QuotaRequest.objects.none()
     serializer_class = QuotaRequestSerializer
     filterset_class = QuotaRequestFilter
@@ -85,8 +94,9 @@ class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def approve(self, request: Request, pk: str) -> Response:
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        decided = services.quota_request_approve(actor=request.user, request=self.get_object(),
-                                                 reason=body.validated_data["reason"])
+        decided = services.quota_request_approve(
+            actor=request.user, request=self.get_object(), reason=body.validated_data["reason"]
+        )
         return Response(QuotaRequestSerializer(decided).data)
 
     @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
@@ -94,6 +104,7 @@ class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def reject(self, request: Request, pk: str) -> Response:
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        decided = services.quota_request_reject(actor=request.user, request=self.get_object(),
-                                                reason=body.validated_data["reason"])
+        decided = services.quota_request_reject(
+            actor=request.user, request=self.get_object(), reason=body.validated_data["reason"]
+        )
         return Response(QuotaRequestSerializer(decided).data)

@@ -48,7 +48,9 @@ class QuotaRequest(BaseModel):
     )
     month = models.DateField()
     gpu_hours = models.DecimalField(
-        max_digits=12, decimal_places=2, validators=[MinValueValidator(0.01)],
+        max_digits=12,
+        decimal_places=2,
+        validators=[MinValueValidator(0.01)],
         help_text=_("Additional GPU-hours requested"),
     )
     reason = models.CharField(max_length=1000, blank=True)
@@ -58,7 +60,10 @@ class QuotaRequest(BaseModel):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
     )
     decided_at = models.DateTimeField(null=True, blank=True)

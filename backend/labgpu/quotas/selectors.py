@@ -38,7 +38,9 @@ def quota_usage(
     *, lab_id: int, instance_type_id: int, month: date, exclude_booking_id: int | None = None
 ) -> QuotaUsage:
     month_begin, month_end = month_bounds(month)
-    quota = Quota.objects.filter(lab_id=lab_id, instance_type_id=instance_type_id, month=month).first()
+    quota = Quota.objects.filter(
+        lab_id=lab_id, instance_type_id=instance_type_id, month=month
+    ).first()
     bookings = Booking.objects.filter(
         Q(status__in=Booking.LIVE_STATUSES) | Q(status=Booking.Status.COMPLETED),
         lab_id=lab_id,

@@ -17,8 +17,17 @@ class QuotaSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Quota
-        fields = ["id", "lab", "instance_type", "instance_type_name", "month", "gpu_hours",
-                  "used_gpu_hours", "committed_gpu_hours", "remaining_gpu_hours"]
+        fields = [
+            "id",
+            "lab",
+            "instance_type",
+            "instance_type_name",
+            "month",
+            "gpu_hours",
+            "used_gpu_hours",
+            "committed_gpu_hours",
+            "remaining_gpu_hours",
+        ]
 
 
 class QuotaWriteSerializer(serializers.Serializer):
@@ -36,12 +45,34 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = QuotaRequest
-        fields = ["id", "lab", "lab_detail", "instance_type", "instance_type_name", "month",
-                  "gpu_hours", "reason", "status", "requested_by", "decided_by", "decided_at",
-                  "decision_reason", "created_at"]
-        read_only_fields = ["id", "status", "requested_by", "decided_by", "decided_at",
-                            "decision_reason", "created_at"]
-        extra_kwargs = {"gpu_hours": {"min_value": Decimal("0.01"), "max_value": Decimal(10_000_000)}}
+        fields = [
+            "id",
+            "lab",
+            "lab_detail",
+            "instance_type",
+            "instance_type_name",
+            "month",
+            "gpu_hours",
+            "reason",
+            "status",
+            "requested_by",
+            "decided_by",
+            "decided_at",
+            "decision_reason",
+            "created_at",
+        ]
+        read_only_fields = [
+            "id",
+            "status",
+            "requested_by",
+            "decided_by",
+            "decided_at",
+            "decision_reason",
+            "created_at",
+        ]
+        extra_kwargs = {
+            "gpu_hours": {"min_value": Decimal("0.01"), "max_value": Decimal(10_000_000)}
+        }
 
 
 class DecisionSerializer(serializers.Serializer):

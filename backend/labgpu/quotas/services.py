@@ -64,11 +64,18 @@ def quota_set(
     if not actor.is_site_admin:
         raise NotPermitted("Only site admins set quotas.", code="not_site_admin")
     quota, _ = Quota.objects.select_for_update().update_or_create(
-        lab=lab, instance_type=instance_type, month=month_start(month),
+        lab=lab,
+        instance_type=instance_type,
+        month=month_start(month),
         defaults={"gpu_hours": gpu_hours},
     )
-    audit_record(actor=actor, action="quota.set", target=quota, lab=lab,
-                 data={"gpu_hours": str(gpu_hours), "month": quota.month.isoformat()})
+    audit_record(
+        actor=actor,
+        action="quota.set",
+        target=quota,
+        lab=lab,
+        data={"gpu_hours": str(gpu_hours), "month": quota.month.isoformat()},
+    )
     return quota
 
 
@@ -90,11 +97,20 @@ def quota_request_create(
     if gpu_hours <= 0:
         raise ApplicationError("Ask for more than zero hours.", code="invalid", field="gpu_hours")
     request = QuotaRequest.objects.create(
-        lab=lab, instance_type=instance_type, month=month, gpu_hours=gpu_hours, reason=reason,
+        lab=lab,
+        instance_type=instance_type,
+        month=month,
+        gpu_hours=gpu_hours,
+        reason=reason,
         requested_by=actor,
     )
-    audit_record(actor=actor, action="quota_request.create", target=request, lab=lab,
-                 data={"gpu_hours": str(gpu_hours), "month": month.isoformat()})
+    audit_record(
+        actor=actor,
+        action="quota_request.create",
+        target=request,
+        lab=lab,
+        data={"gpu_hours": str(gpu_hours), "month": month.isoformat()},
+    )
     return request
 
 
@@ -121,18 +137,30 @@ def quota_request_approve(*, actor: User, request: QuotaRequest, reason: str = "
     try:
         with transaction.atomic():
             quota, created = Quota.objects.get_or_create(
-                lab_id=request.lab_id, instance_type_id=request.instance_type_id,
-                month=request.month, defaults={"gpu_hours": request.gpu_hours},
+                lab_id=request.lab_id,
+                instance_type_id=request.instance_type_id,
+                month=request.month,
+                defaults={"gpu_hours": request.gpu_hours},
             )
     except IntegrityError:  # created by a parallel approval a moment ago
-        quota, created = Quota.objects.get(
-            lab_id=request.lab_id, instance_type_id=request.instance_type_id, month=request.month
-        ), False
+        quota, created = (
+            Quota.objects.get(
+                lab_id=request.lab_id,
+                instance_type_id=request.instance_type_id,
+                month=request.month,
+            ),
+            False,
+        )
     if not created:
         Quota.objects.filter(pk=quota.pk).update(gpu_hours=F("gpu_hours") + request.gpu_hours)
     request.refresh_from_db()
-    audit_record(actor=actor, action="quota_request.approve", target=request, lab=request.lab,
-                 data={"gpu_hours": str(request.gpu_hours), "reason": reason})
+    audit_record(
+        actor=actor,
+        action="quota_request.approve",
+        target=request,
+        lab=request.lab,
+        data={"gpu_hours": str(request.gpu_hours), "reason": reason},
+    )
     return request
 
 
@@ -142,6 +170,11 @@ def quota_request_reject(*, actor: User, request: QuotaRequest, reason: str) -> 
         raise ApplicationError("Say why you reject it.", code="reason_required", field="reason")
     _decide(actor=actor, request=request, to_status=QuotaRequest.Status.REJECTED, reason=reason)
     request.refresh_from_db()
-    audit_record(actor=actor, action="quota_request.reject", target=request, lab=request.lab,
-                 data={"reason": reason})
+    audit_record(
+        actor=actor,
+        action="quota_request.reject",
+        target=request,
+        lab=request.lab,
+        data={"reason": reason},
+    )
     return request

@@ -17,11 +17,15 @@ def test_session_login_needs_csrf_and_returns_me(alice):
     client = APIClient(enforce_csrf_checks=True)
     client.get("/api/v1/auth/csrf/")
     csrf = client.cookies["csrftoken"].value
-    refused = client.post("/api/v1/auth/login/", {"username": "alice",
-                                                  "password": "correct horse battery staple"})
+    refused = client.post(
+        "/api/v1/auth/login/", {"username": "alice", "password": "correct horse battery staple"}
+    )
     assert refused.status_code == 403 and refused.json()["code"] == "csrf_failed"
-    response = client.post("/api/v1/auth/login/", {
-        "username": "alice", "password": "correct horse battery staple"}, HTTP_X_CSRFTOKEN=csrf)
+    response = client.post(
+        "/api/v1/auth/login/",
+        {"username": "alice", "password": "correct horse battery staple"},
+        HTTP_X_CSRFTOKEN=csrf,
+    )
     assert response.status_code == 200, response.content
     assert response.json()["username"] == "alice"
     assert response.json()["memberships"][0]["lab"]["slug"] == "vision"
@@ -38,8 +42,9 @@ def test_wrong_password_is_a_clear_401(alice):
 
 
 def test_token_is_shown_once_and_stored_hashed(as_alice, alice):
-    response = as_alice.post("/api/v1/tokens/", {"name": "laptop", "scopes": ["read"]},
-                             format="json")
+    response = as_alice.post(
+        "/api/v1/tokens/", {"name": "laptop", "scopes": ["read"]}, format="json"
+    )
     assert response.status_code == 201
     raw = response.json()["token"]
     stored = ApiToken.objects.get(pk=response.json()["id"])
@@ -60,8 +65,9 @@ def test_bearer_token_authenticates_and_revocation_stops_it(alice):
 
 
 def test_expired_token_is_refused(alice):
-    token, raw = token_create(user=alice, name="old", scopes=["read"],
-                              expires_at=now() + timedelta(minutes=1))
+    token, raw = token_create(
+        user=alice, name="old", scopes=["read"], expires_at=now() + timedelta(minutes=1)
+    )
     ApiToken.objects.filter(pk=token.pk).update(expires_at=now() - timedelta(seconds=1))
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
@@ -69,8 +75,11 @@ def test_expired_token_is_refused(alice):
 
 
 def test_read_scope_cannot_book_and_book_scope_can(alice, pool, quotas, tomorrow):
-    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
-            "end": (tomorrow + timedelta(hours=1)).isoformat()}
+    body = {
+        "pool": pool.pk,
+        "start": tomorrow.isoformat(),
+        "end": (tomorrow + timedelta(hours=1)).isoformat(),
+    }
     reader = client_for(alice, scopes=["read"])
     assert reader.get("/api/v1/bookings/").status_code == 200
     refused = reader.post("/api/v1/bookings/", body, format="json")
@@ -93,38 +102,53 @@ def test_tokens_cannot_mint_tokens(alice):
 
 def test_idempotency_key_returns_the_original_booking(alice, pool, quotas, tomorrow):
     client = client_for(alice, scopes=["book"])
-    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
-            "end": (tomorrow + timedelta(hours=1)).isoformat(), "purpose": "retry me"}
+    body = {
+        "pool": pool.pk,
+        "start": tomorrow.isoformat(),
+        "end": (tomorrow + timedelta(hours=1)).isoformat(),
+        "purpose": "retry me",
+    }
     first = client.post("/api/v1/bookings/", body, format="json", HTTP_IDEMPOTENCY_KEY="abc-1")
     again = client.post("/api/v1/bookings/", body, format="json", HTTP_IDEMPOTENCY_KEY="abc-1")
     assert first.status_code == 201 and again.status_code == 200
     assert again.json()["id"] == first.json()["id"]
     assert again.headers["Idempotent-Replayed"] == "true"
     assert alice.bookings.count() == 1
-    changed = client.post("/api/v1/bookings/", {**body, "purpose": "other"}, format="json",
-                          HTTP_IDEMPOTENCY_KEY="abc-1")
+    changed = client.post(
+        "/api/v1/bookings/",
+        {**body, "purpose": "other"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="abc-1",
+    )
     assert changed.status_code == 422 and changed.json()["code"] == "idempotency_key_reused"
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_parallel_retries_with_one_idempotency_key_make_one_booking(live_server, alice, pool,
-                                                                     quotas, tomorrow):
+def test_parallel_retries_with_one_idempotency_key_make_one_booking(
+    live_server, alice, pool, quotas, tomorrow
+):
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     import httpx
 
     _, raw = token_create(user=alice, name="retry", scopes=["book"])
-    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
-            "end": (tomorrow + timedelta(hours=1)).isoformat()}
+    body = {
+        "pool": pool.pk,
+        "start": tomorrow.isoformat(),
+        "end": (tomorrow + timedelta(hours=1)).isoformat(),
+    }
     barrier = threading.Barrier(8)
 
     def send(_):
         with httpx.Client(timeout=60) as client:
             barrier.wait()
-            return client.post(f"{live_server.url}/api/v1/bookings/", json=body, headers={
-                "Authorization": f"Bearer {raw}", "Idempotency-Key": "same-key"})
+            return client.post(
+                f"{live_server.url}/api/v1/bookings/",
+                json=body,
+                headers={"Authorization": f"Bearer {raw}", "Idempotency-Key": "same-key"},
+            )
 
     with ThreadPoolExecutor(8) as executor:
         responses = list(executor.map(send, range(8)))
@@ -134,22 +158,29 @@ def test_parallel_retries_with_one_idempotency_key_make_one_booking(live_server,
 
 
 def test_ssh_keys_are_validated_and_fingerprinted(as_alice):
-    key = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl "
-           "alice@laptop")
-    response = as_alice.post("/api/v1/me/ssh-keys/", {"name": "laptop", "public_key": key},
-                             format="json")
+    key = (
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl "
+        "alice@laptop"
+    )
+    response = as_alice.post(
+        "/api/v1/me/ssh-keys/", {"name": "laptop", "public_key": key}, format="json"
+    )
     assert response.status_code == 201, response.content
     assert response.json()["fingerprint"].startswith("SHA256:")
-    again = as_alice.post("/api/v1/me/ssh-keys/", {"name": "dup", "public_key": key},
-                          format="json")
+    again = as_alice.post("/api/v1/me/ssh-keys/", {"name": "dup", "public_key": key}, format="json")
     assert again.status_code == 409 and again.json()["code"] == "duplicate_ssh_key"
-    bad = as_alice.post("/api/v1/me/ssh-keys/", {"name": "x", "public_key": "hello"},
-                        format="json")
+    bad = as_alice.post("/api/v1/me/ssh-keys/", {"name": "x", "public_key": "hello"}, format="json")
     assert bad.status_code == 400 and bad.json()["extra"]["fields"]["public_key"]
 
 
 def test_profile_time_zone_is_validated(as_alice):
-    assert as_alice.patch("/api/v1/me/", {"timezone": "Mars/Olympus"},
-                          format="json").status_code == 400
-    assert as_alice.patch("/api/v1/me/", {"timezone": "Europe/Paris", "language": "en"},
-                          format="json").json()["timezone"] == "Europe/Paris"
+    assert (
+        as_alice.patch("/api/v1/me/", {"timezone": "Mars/Olympus"}, format="json").status_code
+        == 400
+    )
+    assert (
+        as_alice.patch(
+            "/api/v1/me/", {"timezone": "Europe/Paris", "language": "en"}, format="json"
+        ).json()["timezone"]
+        == "Europe/Paris"
+    )

@@ -13,12 +13,14 @@ def members_url(lab):
 
 def test_lab_admin_adds_sets_limits_and_removes_a_member(as_bob, vision_lab, alice):
     UserFactory(username="frank")
-    added = as_bob.post(members_url(vision_lab), {"username": "frank", "max_hours_per_week": 20},
-                        format="json")
+    added = as_bob.post(
+        members_url(vision_lab), {"username": "frank", "max_hours_per_week": 20}, format="json"
+    )
     assert added.status_code == 201, added.content
     membership_id = added.json()["id"]
-    changed = as_bob.patch(f"{members_url(vision_lab)}{membership_id}/",
-                           {"max_concurrent_bookings": 2}, format="json")
+    changed = as_bob.patch(
+        f"{members_url(vision_lab)}{membership_id}/", {"max_concurrent_bookings": 2}, format="json"
+    )
     assert changed.json()["max_concurrent_bookings"] == 2
     assert as_bob.delete(f"{members_url(vision_lab)}{membership_id}/").status_code == 204
     actions = list(AuditEvent.objects.values_list("action", flat=True))

@@ -22,8 +22,9 @@ def assert_shape(response, status, code=None):
 
 
 def test_400_names_the_field(as_alice, pool):
-    body = assert_shape(as_alice.post("/api/v1/bookings/", {"pool": pool.pk, "end": "soon"},
-                                      format="json"), 400)
+    body = assert_shape(
+        as_alice.post("/api/v1/bookings/", {"pool": pool.pk, "end": "soon"}, format="json"), 400
+    )
     assert "end" in body["extra"]["fields"]
 
 
@@ -43,8 +44,11 @@ def test_401_on_a_bogus_token(db):
 
 
 def test_403_when_a_researcher_edits_the_catalog(as_alice, pool):
-    assert_shape(as_alice.patch(f"/api/v1/pools/{pool.pk}/", {"capacity": 9}, format="json"), 403,
-                 "permission_denied")
+    assert_shape(
+        as_alice.patch(f"/api/v1/pools/{pool.pk}/", {"capacity": 9}, format="json"),
+        403,
+        "permission_denied",
+    )
 
 
 def test_404_for_unknown_objects_and_urls(as_alice):
@@ -57,8 +61,11 @@ def test_405_for_wrong_methods(as_alice):
 
 
 def test_409_carries_next_free_windows(as_alice, pool, quotas, tomorrow):
-    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
-            "end": (tomorrow + timedelta(hours=1)).isoformat()}
+    body = {
+        "pool": pool.pk,
+        "start": tomorrow.isoformat(),
+        "end": (tomorrow + timedelta(hours=1)).isoformat(),
+    }
     for _ in range(pool.capacity):
         as_alice.post("/api/v1/bookings/", body, format="json")
     error = assert_shape(as_alice.post("/api/v1/bookings/", body, format="json"), 409, "pool_full")
@@ -86,27 +93,33 @@ def test_500_is_json_and_leaks_nothing(as_alice, monkeypatch):
     assert "hunter2" not in body["message"]
 
 
-@pytest.mark.parametrize("payload", [
-    {"pool": "x", "end": 5},
-    {"pool": None, "end": None, "start": None},
-    {"pool": [1], "end": {"a": 1}},
-    {"pool": 1, "end": "2030-13-45T99:00:00+00:00"},
-    {"pool": 1, "end": "2030-01-01T10:00:00+25:00"},
-    {"pool": 1, "end": "9999-12-31T23:59:59+00:00", "purpose": "x" * 10_000},
-    {"pool": 2**70, "end": "2030-01-01T10:00:00Z"},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"pool": "x", "end": 5},
+        {"pool": None, "end": None, "start": None},
+        {"pool": [1], "end": {"a": 1}},
+        {"pool": 1, "end": "2030-13-45T99:00:00+00:00"},
+        {"pool": 1, "end": "2030-01-01T10:00:00+25:00"},
+        {"pool": 1, "end": "9999-12-31T23:59:59+00:00", "purpose": "x" * 10_000},
+        {"pool": 2**70, "end": "2030-01-01T10:00:00Z"},
+    ],
+)
 def test_garbage_never_causes_a_500(as_alice, pool, payload):
     response = as_alice.post("/api/v1/bookings/", payload, format="json")
     assert 400 <= response.status_code < 500, response.content
     assert_shape(response, response.status_code)
 
 
-@pytest.mark.parametrize("query", [
-    {"start": "yesterday", "end": "today"},
-    {"start": "2030-01-01T00:00:00Z", "end": "2029-01-01T00:00:00Z"},
-    {"start": "2030-01-01T00:00:00Z", "end": "2031-06-01T00:00:00Z"},
-    {"start": "2030-01-01T00:00:00Z", "end": "2030-01-02T00:00:00Z", "duration_minutes": "-5"},
-    {},
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"start": "yesterday", "end": "today"},
+        {"start": "2030-01-01T00:00:00Z", "end": "2029-01-01T00:00:00Z"},
+        {"start": "2030-01-01T00:00:00Z", "end": "2031-06-01T00:00:00Z"},
+        {"start": "2030-01-01T00:00:00Z", "end": "2030-01-02T00:00:00Z", "duration_minutes": "-5"},
+        {},
+    ],
+)
 def test_bad_availability_queries_are_400(as_alice, pool, query):
     assert_shape(as_alice.get(f"/api/v1/pools/{pool.pk}/availability/", query), 400)

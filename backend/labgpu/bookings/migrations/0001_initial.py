@@ -6,80 +6,176 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('catalog', '0001_initial'),
+        ("accounts", "0001_initial"),
+        ("catalog", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Booking',
+            name="Booking",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('start', models.DateTimeField()),
-                ('end', models.DateTimeField()),
-                ('purpose', models.CharField(blank=True, max_length=500)),
-                ('status', models.CharField(choices=[('pending', 'Pending approval'), ('scheduled', 'Scheduled'), ('provisioning', 'Provisioning'), ('ready', 'Ready'), ('ending', 'Ending'), ('completed', 'Completed'), ('cancelled', 'Cancelled'), ('rejected', 'Rejected'), ('expired', 'Expired'), ('failed', 'Failed')], db_index=True, max_length=16)),
-                ('status_changed_at', models.DateTimeField(blank=True, null=True)),
-                ('on_demand', models.BooleanField(default=False)),
-                ('slot', models.PositiveSmallIntegerField()),
-                ('reserved_start', models.DateTimeField()),
-                ('reserved_end', models.DateTimeField()),
-                ('gpu_count', models.PositiveSmallIntegerField()),
-                ('price_per_hour', models.DecimalField(decimal_places=4, max_digits=10)),
-                ('consumed_gpu_hours', models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decision_reason', models.CharField(blank=True, max_length=500)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('ended_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('lab', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='bookings', to='accounts.lab')),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='bookings', to='catalog.nodepool')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='bookings', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("start", models.DateTimeField()),
+                ("end", models.DateTimeField()),
+                ("purpose", models.CharField(blank=True, max_length=500)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending approval"),
+                            ("scheduled", "Scheduled"),
+                            ("provisioning", "Provisioning"),
+                            ("ready", "Ready"),
+                            ("ending", "Ending"),
+                            ("completed", "Completed"),
+                            ("cancelled", "Cancelled"),
+                            ("rejected", "Rejected"),
+                            ("expired", "Expired"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        max_length=16,
+                    ),
+                ),
+                ("status_changed_at", models.DateTimeField(blank=True, null=True)),
+                ("on_demand", models.BooleanField(default=False)),
+                ("slot", models.PositiveSmallIntegerField()),
+                ("reserved_start", models.DateTimeField()),
+                ("reserved_end", models.DateTimeField()),
+                ("gpu_count", models.PositiveSmallIntegerField()),
+                ("price_per_hour", models.DecimalField(decimal_places=4, max_digits=10)),
+                (
+                    "consumed_gpu_hours",
+                    models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True),
+                ),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decision_reason", models.CharField(blank=True, max_length=500)),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "ended_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "lab",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="bookings",
+                        to="accounts.lab",
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="bookings",
+                        to="catalog.nodepool",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="bookings",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['start', 'id'],
+                "ordering": ["start", "id"],
             },
         ),
         migrations.CreateModel(
-            name='IdempotencyKey',
+            name="IdempotencyKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255)),
-                ('request_fingerprint', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('booking', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='bookings.booking')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255)),
+                ("request_fingerprint", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "booking",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="bookings.booking",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='booking',
-            index=models.Index(fields=['pool', 'reserved_start', 'reserved_end'], name='bookings_bo_pool_id_2040fe_idx'),
+            model_name="booking",
+            index=models.Index(
+                fields=["pool", "reserved_start", "reserved_end"],
+                name="bookings_bo_pool_id_2040fe_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='booking',
-            index=models.Index(fields=['lab', 'start'], name='bookings_bo_lab_id_74695f_idx'),
+            model_name="booking",
+            index=models.Index(fields=["lab", "start"], name="bookings_bo_lab_id_74695f_idx"),
         ),
         migrations.AddIndex(
-            model_name='booking',
-            index=models.Index(fields=['user', 'start'], name='bookings_bo_user_id_6b82c4_idx'),
+            model_name="booking",
+            index=models.Index(fields=["user", "start"], name="bookings_bo_user_id_6b82c4_idx"),
         ),
         migrations.AddConstraint(
-            model_name='booking',
-            constraint=models.CheckConstraint(condition=models.Q(('end__gt', models.F('start'))), name='booking_end_after_start'),
+            model_name="booking",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("end__gt", models.F("start"))), name="booking_end_after_start"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='booking',
-            constraint=models.CheckConstraint(condition=models.Q(('reserved_start__lte', models.F('start')), ('reserved_end__gte', models.F('end'))), name='booking_reserved_covers_booking'),
+            model_name="booking",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("reserved_start__lte", models.F("start")),
+                    ("reserved_end__gte", models.F("end")),
+                ),
+                name="booking_reserved_covers_booking",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='idempotencykey',
-            constraint=models.UniqueConstraint(fields=('user', 'key'), name='idempotency_unique_user_key'),
+            model_name="idempotencykey",
+            constraint=models.UniqueConstraint(
+                fields=("user", "key"), name="idempotency_unique_user_key"
+            ),
         ),
     ]

@@ -13,52 +13,70 @@ pytestmark = pytest.mark.django_db
 
 
 def create(client, pool, start, hours=1, **extra):
-    response = client.post("/api/v1/bookings/", {
-        "pool": pool.pk, "start": start.isoformat(),
-        "end": (start + timedelta(hours=hours)).isoformat(), **extra}, format="json")
+    response = client.post(
+        "/api/v1/bookings/",
+        {
+            "pool": pool.pk,
+            "start": start.isoformat(),
+            "end": (start + timedelta(hours=hours)).isoformat(),
+            **extra,
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     return response.json()
 
 
 @pytest.fixture
 def approval_pool(instance_type):
-    return NodePoolFactory(instance_type=instance_type, capacity=1, requires_approval=True,
-                           max_days_ahead=60)
+    return NodePoolFactory(
+        instance_type=instance_type, capacity=1, requires_approval=True, max_days_ahead=60
+    )
 
 
-def test_lab_admin_approves_a_pending_booking_and_it_is_audited(as_alice, as_bob, approval_pool,
-                                                                  quotas, tomorrow):
+def test_lab_admin_approves_a_pending_booking_and_it_is_audited(
+    as_alice, as_bob, approval_pool, quotas, tomorrow
+):
     booking = create(as_alice, approval_pool, tomorrow)
     assert booking["status"] == "pending"
     queue = as_bob.get("/api/v1/bookings/", {"status": "pending"}).json()
     assert [b["id"] for b in queue["results"]] == [booking["id"]]
-    approved = as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/", {"reason": "ok"},
-                           format="json")
+    approved = as_bob.post(
+        f"/api/v1/bookings/{booking['id']}/approve/", {"reason": "ok"}, format="json"
+    )
     assert approved.status_code == 200
     assert approved.json()["status"] == "scheduled" and approved.json()["decided_by"] == "bob"
     again = as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/")
     assert again.status_code == 409 and again.json()["code"] == "already_decided"
-    assert AuditEvent.objects.filter(action="booking.approve", target_id=str(booking["id"])).exists()
+    assert AuditEvent.objects.filter(
+        action="booking.approve", target_id=str(booking["id"])
+    ).exists()
 
 
-def test_rejection_needs_a_reason_and_frees_the_slot(as_alice, as_bob, approval_pool, quotas,
-                                                     tomorrow):
+def test_rejection_needs_a_reason_and_frees_the_slot(
+    as_alice, as_bob, approval_pool, quotas, tomorrow
+):
     booking = create(as_alice, approval_pool, tomorrow)
     missing = as_bob.post(f"/api/v1/bookings/{booking['id']}/reject/", {}, format="json")
     assert missing.status_code == 400 and missing.json()["code"] == "reason_required"
-    rejected = as_bob.post(f"/api/v1/bookings/{booking['id']}/reject/",
-                           {"reason": "Use the MI300X pool"}, format="json").json()
+    rejected = as_bob.post(
+        f"/api/v1/bookings/{booking['id']}/reject/",
+        {"reason": "Use the MI300X pool"},
+        format="json",
+    ).json()
     assert rejected["status"] == "rejected"
     assert rejected["decision_reason"] == "Use the MI300X pool"
     create(as_alice, approval_pool, tomorrow)  # the slot is free again
 
 
-def test_stale_pending_bookings_expire_at_provisioning_time(as_alice, approval_pool, quotas,
-                                                            tomorrow):
+def test_stale_pending_bookings_expire_at_provisioning_time(
+    as_alice, approval_pool, quotas, tomorrow
+):
     booking = create(as_alice, approval_pool, tomorrow)
     assert bookings_expire_stale_pending() == 0
     Booking.objects.filter(pk=booking["id"]).update(
-        reserved_start=datetime.fromisoformat(booking["start"]) - timedelta(days=2))
+        reserved_start=datetime.fromisoformat(booking["start"]) - timedelta(days=2)
+    )
     assert bookings_expire_stale_pending() == 1
     assert Booking.objects.get(pk=booking["id"]).status == "expired"
     assert AuditEvent.objects.filter(action="booking.expire").count() == 1
@@ -67,8 +85,9 @@ def test_stale_pending_bookings_expire_at_provisioning_time(as_alice, approval_p
 def test_cancel_before_start_frees_capacity(as_alice, pool, quotas, tomorrow):
     first = create(as_alice, pool, tomorrow)
     create(as_alice, pool, tomorrow)
-    cancelled = as_alice.post(f"/api/v1/bookings/{first['id']}/cancel/", {"reason": "plans changed"},
-                              format="json").json()
+    cancelled = as_alice.post(
+        f"/api/v1/bookings/{first['id']}/cancel/", {"reason": "plans changed"}, format="json"
+    ).json()
     assert cancelled["status"] == "cancelled" and cancelled["ended_by"] == "alice"
     create(as_alice, pool, tomorrow)
     twice = as_alice.post(f"/api/v1/bookings/{first['id']}/cancel/")
@@ -85,35 +104,57 @@ def test_cancelling_a_running_booking_ends_it_early(as_alice, pool, quotas, tomo
 def test_site_admin_force_end_is_audited(as_alice, as_carol, pool, quotas, tomorrow):
     booking = create(as_alice, pool, tomorrow)
     Booking.objects.filter(pk=booking["id"]).update(status="ready")
-    assert as_carol.post(f"/api/v1/bookings/{booking['id']}/cancel/",
-                         {"reason": "abuse"}, format="json").json()["status"] == "ending"
+    assert (
+        as_carol.post(
+            f"/api/v1/bookings/{booking['id']}/cancel/", {"reason": "abuse"}, format="json"
+        ).json()["status"]
+        == "ending"
+    )
     event = AuditEvent.objects.get(action="booking.force_end")
     assert event.actor.username == "carol" and event.data["reason"] == "abuse"
 
 
 def test_extend_while_capacity_allows(as_alice, as_bob, instance_type, quotas, tomorrow):
-    pool = NodePoolFactory(instance_type=instance_type, capacity=1, teardown_grace_minutes=0,
-                           provisioning_lead_minutes=0)
+    pool = NodePoolFactory(
+        instance_type=instance_type,
+        capacity=1,
+        teardown_grace_minutes=0,
+        provisioning_lead_minutes=0,
+    )
     booking = create(as_alice, pool, tomorrow, hours=1)
     create(as_bob, pool, tomorrow + timedelta(hours=3))
-    longer = as_alice.post(f"/api/v1/bookings/{booking['id']}/extend/",
-                           {"end": (tomorrow + timedelta(hours=3)).isoformat()}, format="json")
+    longer = as_alice.post(
+        f"/api/v1/bookings/{booking['id']}/extend/",
+        {"end": (tomorrow + timedelta(hours=3)).isoformat()},
+        format="json",
+    )
     assert longer.status_code == 200, longer.content
     assert datetime.fromisoformat(longer.json()["end"]) == tomorrow + timedelta(hours=3)
-    blocked = as_alice.post(f"/api/v1/bookings/{booking['id']}/extend/",
-                            {"end": (tomorrow + timedelta(hours=4)).isoformat()}, format="json")
+    blocked = as_alice.post(
+        f"/api/v1/bookings/{booking['id']}/extend/",
+        {"end": (tomorrow + timedelta(hours=4)).isoformat()},
+        format="json",
+    )
     assert blocked.status_code == 409 and blocked.json()["code"] == "pool_full"
-    shorter = as_alice.post(f"/api/v1/bookings/{booking['id']}/extend/",
-                            {"end": (tomorrow + timedelta(hours=2)).isoformat()}, format="json")
+    shorter = as_alice.post(
+        f"/api/v1/bookings/{booking['id']}/extend/",
+        {"end": (tomorrow + timedelta(hours=2)).isoformat()},
+        format="json",
+    )
     assert shorter.status_code == 400 and shorter.json()["code"] == "end_not_later"
 
 
-def test_fragmented_pool_is_repacked_instead_of_refusing(as_alice, as_bob, instance_type, quotas,
-                                                         tomorrow):
+def test_fragmented_pool_is_repacked_instead_of_refusing(
+    as_alice, as_bob, instance_type, quotas, tomorrow
+):
     """Two slots: [0,1h) and [2h,3h) land in different slots only if needed; a booking [0.5h,
     2.5h) overlaps each at a different time, so capacity exists at every instant."""
-    pool = NodePoolFactory(instance_type=instance_type, capacity=2, teardown_grace_minutes=0,
-                           provisioning_lead_minutes=0)
+    pool = NodePoolFactory(
+        instance_type=instance_type,
+        capacity=2,
+        teardown_grace_minutes=0,
+        provisioning_lead_minutes=0,
+    )
     a = create(as_alice, pool, tomorrow, hours=1)
     b = create(as_alice, pool, tomorrow + timedelta(hours=2), hours=1)
     blocker = create(as_bob, pool, tomorrow + timedelta(minutes=30), hours=1)  # [0.5h, 1.5h)
@@ -128,11 +169,17 @@ def test_fragmented_pool_is_repacked_instead_of_refusing(as_alice, as_bob, insta
 
 def test_availability_shows_free_capacity_and_next_windows(as_alice, pool, quotas, tomorrow):
     create(as_alice, pool, tomorrow, hours=2)
-    BlackoutFactory(pool=pool, start=tomorrow + timedelta(hours=6),
-                    end=tomorrow + timedelta(hours=8))
-    response = as_alice.get(f"/api/v1/pools/{pool.pk}/availability/", {
-        "start": tomorrow.isoformat(), "end": (tomorrow + timedelta(hours=10)).isoformat(),
-        "duration_minutes": 60})
+    BlackoutFactory(
+        pool=pool, start=tomorrow + timedelta(hours=6), end=tomorrow + timedelta(hours=8)
+    )
+    response = as_alice.get(
+        f"/api/v1/pools/{pool.pk}/availability/",
+        {
+            "start": tomorrow.isoformat(),
+            "end": (tomorrow + timedelta(hours=10)).isoformat(),
+            "duration_minutes": 60,
+        },
+    )
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["capacity"] == 2

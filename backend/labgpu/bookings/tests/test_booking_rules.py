@@ -40,8 +40,11 @@ def test_a_valid_booking_is_scheduled(as_alice, pool, quotas, tomorrow):
 
 
 def test_naive_datetime_is_rejected(as_alice, pool, quotas, tomorrow):
-    response = as_alice.post(URL, {"pool": pool.pk, "start": "2030-01-01T10:00:00",
-                                   "end": "2030-01-01T12:00:00"}, format="json")
+    response = as_alice.post(
+        URL,
+        {"pool": pool.pk, "start": "2030-01-01T10:00:00", "end": "2030-01-01T12:00:00"},
+        format="json",
+    )
     assert_error(response, 400, "naive_datetime", "start")
 
 
@@ -51,49 +54,59 @@ def test_end_before_start_is_rejected(as_alice, pool, quotas, tomorrow):
 
 def test_off_granularity_is_rejected(as_alice, pool, quotas, tomorrow):
     start = tomorrow + timedelta(minutes=7)
-    assert_error(book(as_alice, pool, start, start + timedelta(hours=1)), 400, "off_granularity",
-                 "start")
+    assert_error(
+        book(as_alice, pool, start, start + timedelta(hours=1)), 400, "off_granularity", "start"
+    )
 
 
 def test_too_short_and_too_long_are_rejected(as_alice, quotas, instance_type, tomorrow):
-    pool = NodePoolFactory(instance_type=instance_type, granularity_minutes=15,
-                           min_duration_minutes=60, max_duration_minutes=120)
-    assert_error(book(as_alice, pool, tomorrow, tomorrow + timedelta(minutes=30)), 400,
-                 "too_short", "end")
-    assert_error(book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=3)), 400, "too_long",
-                 "end")
+    pool = NodePoolFactory(
+        instance_type=instance_type,
+        granularity_minutes=15,
+        min_duration_minutes=60,
+        max_duration_minutes=120,
+    )
+    assert_error(
+        book(as_alice, pool, tomorrow, tomorrow + timedelta(minutes=30)), 400, "too_short", "end"
+    )
+    assert_error(
+        book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=3)), 400, "too_long", "end"
+    )
 
 
 def test_too_far_ahead_is_rejected(as_alice, pool, quotas, tomorrow):
     start = tomorrow + timedelta(days=pool.max_days_ahead + 1)
-    assert_error(book(as_alice, pool, start, start + timedelta(hours=1)), 400, "too_far_ahead",
-                 "start")
+    assert_error(
+        book(as_alice, pool, start, start + timedelta(hours=1)), 400, "too_far_ahead", "start"
+    )
 
 
 def test_start_in_the_past_is_rejected(as_alice, pool, quotas, tomorrow):
     start = tomorrow - timedelta(days=2)
-    assert_error(book(as_alice, pool, start, start + timedelta(hours=1)), 400, "start_in_past",
-                 "start")
+    assert_error(
+        book(as_alice, pool, start, start + timedelta(hours=1)), 400, "start_in_past", "start"
+    )
 
 
 def test_overlapping_a_blackout_is_rejected(as_alice, pool, quotas, tomorrow):
-    BlackoutFactory(pool=pool, start=tomorrow + timedelta(hours=1),
-                    end=tomorrow + timedelta(hours=3))
+    BlackoutFactory(
+        pool=pool, start=tomorrow + timedelta(hours=1), end=tomorrow + timedelta(hours=3)
+    )
     response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2))
     assert_error(response, 400, "blackout", "start")
     assert response.json()["extra"]["blackout"]["reason"] == "Rack maintenance"
 
 
-def test_booking_for_a_lab_you_are_not_in_is_rejected(as_alice, pool, quotas, other_lab,
-                                                      tomorrow):
+def test_booking_for_a_lab_you_are_not_in_is_rejected(as_alice, pool, quotas, other_lab, tomorrow):
     response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1), lab=other_lab.pk)
     assert_error(response, 403, "not_a_member", "lab")
 
 
 def test_member_of_several_labs_must_name_one(as_alice, alice, pool, quotas, other_lab, tomorrow):
     MembershipFactory(user=alice, lab=other_lab)
-    assert_error(book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1)), 400,
-                 "lab_required", "lab")
+    assert_error(
+        book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1)), 400, "lab_required", "lab"
+    )
     response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1), lab=other_lab.pk)
     assert response.status_code == 201
     assert response.json()["lab"]["slug"] == "language"
@@ -107,8 +120,9 @@ def test_lab_not_allowed_on_pool_is_rejected(as_alice, pool, quotas, other_lab, 
     assert "pool" in response.json()["extra"]["fields"]
 
 
-def test_lab_not_allowed_when_pool_visible_through_another_lab(as_alice, alice, pool, quotas,
-                                                               other_lab, vision_lab, tomorrow):
+def test_lab_not_allowed_when_pool_visible_through_another_lab(
+    as_alice, alice, pool, quotas, other_lab, vision_lab, tomorrow
+):
     MembershipFactory(user=alice, lab=other_lab)
     pool.allowed_labs.set([other_lab])
     response = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1), lab=vision_lab.pk)
@@ -143,9 +157,14 @@ def test_full_pool_answers_409_with_next_free_windows(as_alice, pool, quotas, to
     first_start = windows[0]["start"]
     # Free again once the booked nodes are torn down (end + grace) and the next one provisioned.
     from datetime import datetime
+
     assert datetime.fromisoformat(first_start) >= tomorrow + timedelta(hours=2, minutes=15)
-    follow = book(as_alice, pool, datetime.fromisoformat(first_start),
-                  datetime.fromisoformat(windows[0]["end"]))
+    follow = book(
+        as_alice,
+        pool,
+        datetime.fromisoformat(first_start),
+        datetime.fromisoformat(windows[0]["end"]),
+    )
     assert follow.status_code == 201, follow.content
 
 
@@ -166,8 +185,9 @@ def test_no_quota_means_no_booking(as_alice, pool, tomorrow):
     assert_error(response, 409, "quota_exceeded")
 
 
-def test_pool_requiring_approval_books_pending_and_holds_the_slot(as_alice, quotas, instance_type,
-                                                                   tomorrow):
+def test_pool_requiring_approval_books_pending_and_holds_the_slot(
+    as_alice, quotas, instance_type, tomorrow
+):
     pool = NodePoolFactory(instance_type=instance_type, capacity=1, requires_approval=True)
     first = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=1))
     assert first.status_code == 201 and first.json()["status"] == "pending"
@@ -201,7 +221,6 @@ def test_unknown_pool_and_missing_fields_name_the_field(as_alice, quotas, tomorr
 
 def test_non_members_cannot_book_at_all(pool, quotas, tomorrow):
     from conftest import client_for
-
     from labgpu.accounts.tests.factories import UserFactory
 
     stranger = client_for(UserFactory(username="stranger"))

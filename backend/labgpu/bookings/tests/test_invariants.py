@@ -9,6 +9,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from decimal import Decimal
+from itertools import pairwise
 
 import httpx
 import pytest
@@ -30,22 +31,28 @@ def fire_in_parallel(url: str, tokens: list[str], bodies: list[dict]) -> list[ht
     def send(index: int) -> httpx.Response:
         with httpx.Client(timeout=60) as client:
             barrier.wait()
-            return client.post(url, json=bodies[index],
-                               headers={"Authorization": f"Bearer {tokens[index % len(tokens)]}"})
+            return client.post(
+                url,
+                json=bodies[index],
+                headers={"Authorization": f"Bearer {tokens[index % len(tokens)]}"},
+            )
 
     with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
         return list(pool.map(send, range(len(bodies))))
 
 
 def assert_capacity_held(pool) -> None:
-    live = list(Booking.objects.filter(pool=pool, status__in=Booking.LIVE_STATUSES)
-                .values_list("reserved_start", "reserved_end", "slot"))
+    live = list(
+        Booking.objects.filter(pool=pool, status__in=Booking.LIVE_STATUSES).values_list(
+            "reserved_start", "reserved_end", "slot"
+        )
+    )
     periods = [(start, end) for start, end, _ in live]
     lo, hi = min(s for s, _ in periods), max(e for _, e in periods)
     assert peak_usage(periods, lo, hi) <= pool.capacity
     for slot in {slot for _, _, slot in live}:
         mine = sorted((s, e) for s, e, sl in live if sl == slot)
-        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(mine, mine[1:]))
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(mine))
 
 
 @pytest.fixture
@@ -55,13 +62,16 @@ def tokens(alice, bob):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_I1_parallel_bookings_never_exceed_pool_capacity(live_server, tokens, instance_type,
-                                                         quotas, tomorrow):
+def test_I1_parallel_bookings_never_exceed_pool_capacity(
+    live_server, tokens, instance_type, quotas, tomorrow
+):
     pool = NodePoolFactory(instance_type=instance_type, capacity=3, max_days_ahead=60)
-    body = {"pool": pool.pk, "start": tomorrow.isoformat(),
-            "end": (tomorrow + timedelta(hours=2)).isoformat()}
-    responses = fire_in_parallel(f"{live_server.url}/api/v1/bookings/", tokens,
-                                 [body] * PARALLEL)
+    body = {
+        "pool": pool.pk,
+        "start": tomorrow.isoformat(),
+        "end": (tomorrow + timedelta(hours=2)).isoformat(),
+    }
+    responses = fire_in_parallel(f"{live_server.url}/api/v1/bookings/", tokens, [body] * PARALLEL)
 
     statuses = sorted(r.status_code for r in responses)
     assert statuses.count(201) == pool.capacity, statuses
@@ -77,8 +87,13 @@ def test_I1_parallel_bookings_never_exceed_pool_capacity(live_server, tokens, in
 def test_I1_parallel_overlapping_bookings_of_mixed_lengths_hold_capacity(
     live_server, tokens, instance_type, quotas, tomorrow
 ):
-    pool = NodePoolFactory(instance_type=instance_type, capacity=4, max_days_ahead=60,
-                           provisioning_lead_minutes=0, teardown_grace_minutes=0)
+    pool = NodePoolFactory(
+        instance_type=instance_type,
+        capacity=4,
+        max_days_ahead=60,
+        provisioning_lead_minutes=0,
+        teardown_grace_minutes=0,
+    )
     rng = random.Random(7)
     bodies = []
     for _ in range(PARALLEL):
@@ -94,8 +109,9 @@ def test_I1_parallel_overlapping_bookings_of_mixed_lengths_hold_capacity(
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_I2_parallel_bookings_never_exceed_quota(live_server, tokens, instance_type, vision_lab,
-                                                 quotas, mid_next_month):
+def test_I2_parallel_bookings_never_exceed_quota(
+    live_server, tokens, instance_type, vision_lab, quotas, mid_next_month
+):
     pool = NodePoolFactory(instance_type=instance_type, capacity=PARALLEL, max_days_ahead=90)
     month = mid_next_month.date().replace(day=1)
     Quota.objects.filter(lab=vision_lab, instance_type=instance_type, month=month).update(
@@ -104,8 +120,13 @@ def test_I2_parallel_bookings_never_exceed_quota(live_server, tokens, instance_t
     bodies = []
     for index in range(PARALLEL):
         start = mid_next_month + timedelta(hours=index % 8)
-        bodies.append({"pool": pool.pk, "start": start.isoformat(),
-                       "end": (start + timedelta(hours=1)).isoformat()})
+        bodies.append(
+            {
+                "pool": pool.pk,
+                "start": start.isoformat(),
+                "end": (start + timedelta(hours=1)).isoformat(),
+            }
+        )
     responses = fire_in_parallel(f"{live_server.url}/api/v1/bookings/", tokens, bodies)
 
     statuses = [r.status_code for r in responses]
@@ -117,26 +138,45 @@ def test_I2_parallel_bookings_never_exceed_quota(live_server, tokens, instance_t
 
 # --- I-6 isolation ------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_I6_other_labs_bookings_are_invisible_except_as_busy_capacity(
     as_alice, as_mallory, pool, quotas, tomorrow
 ):
-    response = as_alice.post("/api/v1/bookings/", {
-        "pool": pool.pk, "start": tomorrow.isoformat(),
-        "end": (tomorrow + timedelta(hours=2)).isoformat(), "purpose": "secret project"},
-        format="json")
+    response = as_alice.post(
+        "/api/v1/bookings/",
+        {
+            "pool": pool.pk,
+            "start": tomorrow.isoformat(),
+            "end": (tomorrow + timedelta(hours=2)).isoformat(),
+            "purpose": "secret project",
+        },
+        format="json",
+    )
     booking_id = response.json()["id"]
 
     assert as_mallory.get("/api/v1/bookings/").json()["count"] == 0
     assert as_mallory.get(f"/api/v1/bookings/{booking_id}/").status_code == 404
     assert as_mallory.post(f"/api/v1/bookings/{booking_id}/cancel/").status_code == 404
-    busy = as_mallory.get(f"/api/v1/pools/{pool.pk}/busy/", {
-        "start": tomorrow.isoformat(), "end": (tomorrow + timedelta(days=1)).isoformat()}).json()
-    assert busy == [{"start": busy[0]["start"], "end": busy[0]["end"], "status": "scheduled",
-                     "mine": False, "booking": None, "lab": None}]
+    busy = as_mallory.get(
+        f"/api/v1/pools/{pool.pk}/busy/",
+        {"start": tomorrow.isoformat(), "end": (tomorrow + timedelta(days=1)).isoformat()},
+    ).json()
+    assert busy == [
+        {
+            "start": busy[0]["start"],
+            "end": busy[0]["end"],
+            "status": "scheduled",
+            "mine": False,
+            "booking": None,
+            "lab": None,
+        }
+    ]
     assert "secret" not in str(busy)
-    mine = as_alice.get(f"/api/v1/pools/{pool.pk}/busy/", {
-        "start": tomorrow.isoformat(), "end": (tomorrow + timedelta(days=1)).isoformat()}).json()
+    mine = as_alice.get(
+        f"/api/v1/pools/{pool.pk}/busy/",
+        {"start": tomorrow.isoformat(), "end": (tomorrow + timedelta(days=1)).isoformat()},
+    ).json()
     assert mine[0]["mine"] is True and mine[0]["booking"] == booking_id
 
 
@@ -145,39 +185,65 @@ def test_I6_researchers_cannot_decide_or_change_others_bookings(
     as_alice, as_bob, bob, as_mallory, quotas, instance_type, tomorrow
 ):
     approval_pool = NodePoolFactory(instance_type=instance_type, requires_approval=True)
-    booking = as_bob.post("/api/v1/bookings/", {
-        "pool": approval_pool.pk, "start": tomorrow.isoformat(),
-        "end": (tomorrow + timedelta(hours=1)).isoformat()}, format="json").json()
-    assert as_alice.post(f"/api/v1/bookings/{booking['id']}/approve/").json()["code"] == \
-        "not_lab_admin"
-    assert as_alice.post(f"/api/v1/bookings/{booking['id']}/cancel/").json()["code"] == \
-        "not_your_booking"
+    booking = as_bob.post(
+        "/api/v1/bookings/",
+        {
+            "pool": approval_pool.pk,
+            "start": tomorrow.isoformat(),
+            "end": (tomorrow + timedelta(hours=1)).isoformat(),
+        },
+        format="json",
+    ).json()
+    assert (
+        as_alice.post(f"/api/v1/bookings/{booking['id']}/approve/").json()["code"]
+        == "not_lab_admin"
+    )
+    assert (
+        as_alice.post(f"/api/v1/bookings/{booking['id']}/cancel/").json()["code"]
+        == "not_your_booking"
+    )
     assert as_mallory.post(f"/api/v1/bookings/{booking['id']}/approve/").status_code == 404
 
 
 @pytest.mark.django_db
 def test_I6_quotas_and_audit_are_scoped_to_own_labs(as_alice, as_mallory, as_bob, quotas):
-    assert {q["lab"]["slug"] for q in as_alice.get("/api/v1/quotas/").json()["results"]} == \
-        {"vision"}
-    assert {q["lab"]["slug"] for q in as_mallory.get("/api/v1/quotas/").json()["results"]} == \
-        {"language"}
+    assert {q["lab"]["slug"] for q in as_alice.get("/api/v1/quotas/").json()["results"]} == {
+        "vision"
+    }
+    assert {q["lab"]["slug"] for q in as_mallory.get("/api/v1/quotas/").json()["results"]} == {
+        "language"
+    }
     assert as_alice.get("/api/v1/audit/").json()["count"] == 0
 
 
 # --- I-7 time -----------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
-def test_I7_naive_datetimes_are_rejected_and_offsets_are_stored_in_utc(as_alice, pool, quotas,
-                                                                      tomorrow):
-    naive = as_alice.post("/api/v1/bookings/", {
-        "pool": pool.pk, "start": tomorrow.replace(tzinfo=None).isoformat(),
-        "end": (tomorrow + timedelta(hours=1)).isoformat()}, format="json")
+def test_I7_naive_datetimes_are_rejected_and_offsets_are_stored_in_utc(
+    as_alice, pool, quotas, tomorrow
+):
+    naive = as_alice.post(
+        "/api/v1/bookings/",
+        {
+            "pool": pool.pk,
+            "start": tomorrow.replace(tzinfo=None).isoformat(),
+            "end": (tomorrow + timedelta(hours=1)).isoformat(),
+        },
+        format="json",
+    )
     assert naive.status_code == 400 and naive.json()["code"] == "naive_datetime"
 
     shanghai = tomorrow.astimezone(__import__("zoneinfo").ZoneInfo("Asia/Shanghai"))
-    response = as_alice.post("/api/v1/bookings/", {
-        "pool": pool.pk, "start": shanghai.isoformat(),
-        "end": (shanghai + timedelta(hours=1)).isoformat()}, format="json")
+    response = as_alice.post(
+        "/api/v1/bookings/",
+        {
+            "pool": pool.pk,
+            "start": shanghai.isoformat(),
+            "end": (shanghai + timedelta(hours=1)).isoformat(),
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     assert response.json()["start"].endswith("Z")
     assert datetime.fromisoformat(response.json()["start"]) == tomorrow
@@ -195,29 +261,42 @@ def test_I7_weekly_limit_follows_the_members_time_zone_across_dst(alice, vision_
     week_start, week_end = _week_bounds(datetime(2027, 10, 31, 22, 30, tzinfo=berlin), berlin)
     assert week_start == datetime(2027, 10, 25, tzinfo=berlin)
     assert (week_end - week_start) == timedelta(days=7)
-    assert (week_end.astimezone(ZoneInfo("UTC")) - week_start.astimezone(ZoneInfo("UTC"))) == \
-        timedelta(hours=169)
+    assert (
+        week_end.astimezone(ZoneInfo("UTC")) - week_start.astimezone(ZoneInfo("UTC"))
+    ) == timedelta(hours=169)
 
 
 @pytest.mark.django_db
 def test_I7_availability_rejects_naive_query_times(as_alice, pool):
-    response = as_alice.get(f"/api/v1/pools/{pool.pk}/availability/",
-                            {"start": "2030-01-01T00:00:00", "end": "2030-01-02T00:00:00+00:00"})
+    response = as_alice.get(
+        f"/api/v1/pools/{pool.pk}/availability/",
+        {"start": "2030-01-01T00:00:00", "end": "2030-01-02T00:00:00+00:00"},
+    )
     assert response.status_code == 400
     assert response.json()["code"] == "naive_datetime"
 
 
 @pytest.mark.django_db
-def test_I1_database_itself_refuses_two_live_bookings_in_one_slot(alice, vision_lab, pool,
-                                                                  tomorrow):
+def test_I1_database_itself_refuses_two_live_bookings_in_one_slot(
+    alice, vision_lab, pool, tomorrow
+):
     """Bypass the services: PostgreSQL's exclusion constraint must still refuse the overlap."""
     from django.db import IntegrityError, connection, transaction
 
     def insert(start, status=Booking.Status.SCHEDULED):
         return Booking.objects.create(
-            lab=vision_lab, user=alice, pool=pool, start=start, end=start + timedelta(hours=1),
-            reserved_start=start, reserved_end=start + timedelta(hours=1), slot=0,
-            status=status, gpu_count=1, price_per_hour=1)
+            lab=vision_lab,
+            user=alice,
+            pool=pool,
+            start=start,
+            end=start + timedelta(hours=1),
+            reserved_start=start,
+            reserved_end=start + timedelta(hours=1),
+            slot=0,
+            status=status,
+            gpu_count=1,
+            price_per_hour=1,
+        )
 
     insert(tomorrow)
     insert(tomorrow, status=Booking.Status.CANCELLED)  # dead bookings hold nothing

@@ -2,111 +2,189 @@
 
 import django.core.validators
 import django.db.models.deletion
-import labgpu.catalog.models
 from django.db import migrations, models
+
+import labgpu.catalog.models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='InstanceType',
+            name="InstanceType",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('slug', models.SlugField(max_length=60, unique=True)),
-                ('provider_size', models.CharField(help_text='Provider size slug', max_length=100)),
-                ('image', models.CharField(default='gpu-amd-base', max_length=100)),
-                ('gpu_vendor', models.CharField(choices=[('amd', 'AMD'), ('nvidia', 'NVIDIA')], max_length=16)),
-                ('gpu_model', models.CharField(max_length=64)),
-                ('gpu_count', models.PositiveSmallIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('vram_gb_per_gpu', models.PositiveIntegerField()),
-                ('gpu_arch', models.CharField(max_length=32)),
-                ('price_per_hour', models.DecimalField(decimal_places=4, max_digits=10)),
-                ('agent_profile', models.CharField(blank=True, max_length=64)),
-                ('expected_baselines', models.JSONField(blank=True, default=dict)),
-                ('is_active', models.BooleanField(default=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("slug", models.SlugField(max_length=60, unique=True)),
+                ("provider_size", models.CharField(help_text="Provider size slug", max_length=100)),
+                ("image", models.CharField(default="gpu-amd-base", max_length=100)),
+                (
+                    "gpu_vendor",
+                    models.CharField(choices=[("amd", "AMD"), ("nvidia", "NVIDIA")], max_length=16),
+                ),
+                ("gpu_model", models.CharField(max_length=64)),
+                (
+                    "gpu_count",
+                    models.PositiveSmallIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                ("vram_gb_per_gpu", models.PositiveIntegerField()),
+                ("gpu_arch", models.CharField(max_length=32)),
+                ("price_per_hour", models.DecimalField(decimal_places=4, max_digits=10)),
+                ("agent_profile", models.CharField(blank=True, max_length=64)),
+                ("expected_baselines", models.JSONField(blank=True, default=dict)),
+                ("is_active", models.BooleanField(default=True)),
             ],
             options={
-                'abstract': False,
+                "abstract": False,
             },
         ),
         migrations.CreateModel(
-            name='ProviderAccount',
+            name="ProviderAccount",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('kind', models.CharField(choices=[('digitalocean', 'DigitalOcean'), ('emulator', 'Emulator')], max_length=32)),
-                ('api_base_url', models.URLField(default='https://api.digitalocean.com')),
-                ('token_env_var', models.CharField(max_length=100, validators=[labgpu.catalog.models.validate_env_var_name])),
-                ('is_active', models.BooleanField(default=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("digitalocean", "DigitalOcean"), ("emulator", "Emulator")],
+                        max_length=32,
+                    ),
+                ),
+                ("api_base_url", models.URLField(default="https://api.digitalocean.com")),
+                (
+                    "token_env_var",
+                    models.CharField(
+                        max_length=100, validators=[labgpu.catalog.models.validate_env_var_name]
+                    ),
+                ),
+                ("is_active", models.BooleanField(default=True)),
             ],
             options={
-                'abstract': False,
+                "abstract": False,
             },
         ),
         migrations.CreateModel(
-            name='NodePool',
+            name="NodePool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('slug', models.SlugField(max_length=60, unique=True)),
-                ('region', models.CharField(max_length=32)),
-                ('capacity', models.PositiveSmallIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('granularity_minutes', models.PositiveSmallIntegerField(default=30)),
-                ('min_duration_minutes', models.PositiveIntegerField(default=30)),
-                ('max_duration_minutes', models.PositiveIntegerField(default=10080)),
-                ('max_days_ahead', models.PositiveSmallIntegerField(default=60)),
-                ('provisioning_lead_minutes', models.PositiveSmallIntegerField(default=10)),
-                ('teardown_grace_minutes', models.PositiveSmallIntegerField(default=5)),
-                ('requires_approval', models.BooleanField(default=False)),
-                ('is_active', models.BooleanField(default=True)),
-                ('allowed_labs', models.ManyToManyField(blank=True, help_text='Empty: every lab may book this pool.', related_name='pools', to='accounts.lab')),
-                ('instance_type', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='pools', to='catalog.instancetype')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("slug", models.SlugField(max_length=60, unique=True)),
+                ("region", models.CharField(max_length=32)),
+                (
+                    "capacity",
+                    models.PositiveSmallIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                ("granularity_minutes", models.PositiveSmallIntegerField(default=30)),
+                ("min_duration_minutes", models.PositiveIntegerField(default=30)),
+                ("max_duration_minutes", models.PositiveIntegerField(default=10080)),
+                ("max_days_ahead", models.PositiveSmallIntegerField(default=60)),
+                ("provisioning_lead_minutes", models.PositiveSmallIntegerField(default=10)),
+                ("teardown_grace_minutes", models.PositiveSmallIntegerField(default=5)),
+                ("requires_approval", models.BooleanField(default=False)),
+                ("is_active", models.BooleanField(default=True)),
+                (
+                    "allowed_labs",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="Empty: every lab may book this pool.",
+                        related_name="pools",
+                        to="accounts.lab",
+                    ),
+                ),
+                (
+                    "instance_type",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="pools",
+                        to="catalog.instancetype",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Blackout',
+            name="Blackout",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('start', models.DateTimeField()),
-                ('end', models.DateTimeField()),
-                ('reason', models.CharField(blank=True, max_length=200)),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='blackouts', to='catalog.nodepool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("start", models.DateTimeField()),
+                ("end", models.DateTimeField()),
+                ("reason", models.CharField(blank=True, max_length=200)),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="blackouts",
+                        to="catalog.nodepool",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['start'],
+                "ordering": ["start"],
             },
         ),
         migrations.AddField(
-            model_name='instancetype',
-            name='provider_account',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='instance_types', to='catalog.provideraccount'),
+            model_name="instancetype",
+            name="provider_account",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="instance_types",
+                to="catalog.provideraccount",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='nodepool',
-            constraint=models.CheckConstraint(condition=models.Q(('granularity_minutes__gte', 1)), name='pool_granularity_positive'),
+            model_name="nodepool",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("granularity_minutes__gte", 1)),
+                name="pool_granularity_positive",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='nodepool',
-            constraint=models.CheckConstraint(condition=models.Q(('max_duration_minutes__gte', models.F('min_duration_minutes'))), name='pool_max_duration_gte_min'),
+            model_name="nodepool",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("max_duration_minutes__gte", models.F("min_duration_minutes"))),
+                name="pool_max_duration_gte_min",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='blackout',
-            constraint=models.CheckConstraint(condition=models.Q(('end__gt', models.F('start'))), name='blackout_end_after_start'),
+            model_name="blackout",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("end__gt", models.F("start"))), name="blackout_end_after_start"
+            ),
         ),
     ]

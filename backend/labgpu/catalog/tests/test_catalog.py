@@ -3,14 +3,15 @@ import pytest
 pytestmark = pytest.mark.django_db
 
 
-def test_members_read_the_catalog_and_site_admins_write_it(as_alice, as_carol, pool,
-                                                           instance_type):
+def test_members_read_the_catalog_and_site_admins_write_it(as_alice, as_carol, pool, instance_type):
     assert as_alice.get("/api/v1/pools/").json()["count"] == 1
     assert as_alice.get("/api/v1/instance-types/").json()["count"] == 1
     changed = as_carol.patch(f"/api/v1/pools/{pool.pk}/", {"capacity": 5}, format="json")
     assert changed.status_code == 200 and changed.json()["capacity"] == 5
-    assert as_alice.patch(f"/api/v1/pools/{pool.pk}/", {"capacity": 9},
-                          format="json").status_code == 403
+    assert (
+        as_alice.patch(f"/api/v1/pools/{pool.pk}/", {"capacity": 9}, format="json").status_code
+        == 403
+    )
 
 
 def test_provider_accounts_are_site_admin_only_and_never_show_the_token(
@@ -25,8 +26,11 @@ def test_provider_accounts_are_site_admin_only_and_never_show_the_token(
 
 
 def test_provider_credential_must_be_an_env_var_name(as_carol):
-    response = as_carol.post("/api/v1/provider-accounts/", {
-        "name": "DO", "kind": "digitalocean", "token_env_var": "dop_v1_abc123"}, format="json")
+    response = as_carol.post(
+        "/api/v1/provider-accounts/",
+        {"name": "DO", "kind": "digitalocean", "token_env_var": "dop_v1_abc123"},
+        format="json",
+    )
     assert response.status_code == 400
     assert "token_env_var" in response.json()["extra"]["fields"]
 
@@ -37,18 +41,25 @@ def test_pools_closed_to_a_lab_are_hidden_from_it(as_alice, pool, other_lab):
 
 
 def test_pool_rules_are_validated(as_carol, pool):
-    response = as_carol.patch(f"/api/v1/pools/{pool.pk}/", {"min_duration_minutes": 600,
-                                                            "max_duration_minutes": 60},
-                              format="json")
+    response = as_carol.patch(
+        f"/api/v1/pools/{pool.pk}/",
+        {"min_duration_minutes": 600, "max_duration_minutes": 60},
+        format="json",
+    )
     assert response.status_code == 400
     assert "max_duration_minutes" in response.json()["extra"]["fields"]
 
 
 def test_blackouts_reject_naive_and_inverted_times(as_carol, pool):
-    naive = as_carol.post("/api/v1/blackouts/", {"pool": pool.pk, "start": "2030-01-01T00:00:00",
-                                                 "end": "2030-01-01T02:00:00Z"}, format="json")
+    naive = as_carol.post(
+        "/api/v1/blackouts/",
+        {"pool": pool.pk, "start": "2030-01-01T00:00:00", "end": "2030-01-01T02:00:00Z"},
+        format="json",
+    )
     assert naive.json()["code"] == "naive_datetime"
-    inverted = as_carol.post("/api/v1/blackouts/", {"pool": pool.pk,
-                                                    "start": "2030-01-01T04:00:00Z",
-                                                    "end": "2030-01-01T02:00:00Z"}, format="json")
+    inverted = as_carol.post(
+        "/api/v1/blackouts/",
+        {"pool": pool.pk, "start": "2030-01-01T04:00:00Z", "end": "2030-01-01T02:00:00Z"},
+        format="json",
+    )
     assert inverted.json()["code"] == "end_before_start"

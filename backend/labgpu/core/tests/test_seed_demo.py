@@ -24,8 +24,13 @@ def test_seed_demo_is_idempotent_and_prints_usable_credentials(client):
     pools = {pool["slug"]: pool for pool in data["pools"]}
     assert any(pool["requires_approval"] for pool in pools.values())
     assert any(pool["capacity"] == 1 for pool in pools.values())
-    assert {t.gpu_model for t in InstanceType.objects.all()} >= {"MI300X", "MI325X", "MI350X",
-                                                                "H100", "H200"}
+    assert {t.gpu_model for t in InstanceType.objects.all()} >= {
+        "MI300X",
+        "MI325X",
+        "MI350X",
+        "H100",
+        "H200",
+    }
     assert InstanceType.objects.get(gpu_model="MI350X").gpu_arch == "gfx950"
     assert Booking.objects.filter(status="pending").exists()
 

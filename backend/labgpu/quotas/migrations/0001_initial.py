@@ -7,52 +7,138 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('catalog', '0001_initial'),
+        ("accounts", "0001_initial"),
+        ("catalog", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='QuotaRequest',
+            name="QuotaRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('month', models.DateField()),
-                ('gpu_hours', models.DecimalField(decimal_places=2, help_text='Additional GPU-hours requested', max_digits=12, validators=[django.core.validators.MinValueValidator(0.01)])),
-                ('reason', models.CharField(blank=True, max_length=1000)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('approved', 'Approved'), ('rejected', 'Rejected')], default='pending', max_length=16)),
-                ('status_changed_at', models.DateTimeField(blank=True, null=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decision_reason', models.CharField(blank=True, max_length=1000)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('instance_type', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='quota_requests', to='catalog.instancetype')),
-                ('lab', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='quota_requests', to='accounts.lab')),
-                ('requested_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("month", models.DateField()),
+                (
+                    "gpu_hours",
+                    models.DecimalField(
+                        decimal_places=2,
+                        help_text="Additional GPU-hours requested",
+                        max_digits=12,
+                        validators=[django.core.validators.MinValueValidator(0.01)],
+                    ),
+                ),
+                ("reason", models.CharField(blank=True, max_length=1000)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("approved", "Approved"),
+                            ("rejected", "Rejected"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("status_changed_at", models.DateTimeField(blank=True, null=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decision_reason", models.CharField(blank=True, max_length=1000)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "instance_type",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="quota_requests",
+                        to="catalog.instancetype",
+                    ),
+                ),
+                (
+                    "lab",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="quota_requests",
+                        to="accounts.lab",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Quota',
+            name="Quota",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('month', models.DateField(help_text='First day of the month')),
-                ('gpu_hours', models.DecimalField(decimal_places=2, max_digits=12, validators=[django.core.validators.MinValueValidator(0)])),
-                ('instance_type', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='quotas', to='catalog.instancetype')),
-                ('lab', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='quotas', to='accounts.lab')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("month", models.DateField(help_text="First day of the month")),
+                (
+                    "gpu_hours",
+                    models.DecimalField(
+                        decimal_places=2,
+                        max_digits=12,
+                        validators=[django.core.validators.MinValueValidator(0)],
+                    ),
+                ),
+                (
+                    "instance_type",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="quotas",
+                        to="catalog.instancetype",
+                    ),
+                ),
+                (
+                    "lab",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="quotas",
+                        to="accounts.lab",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['month', 'lab_id', 'instance_type_id'],
-                'constraints': [models.UniqueConstraint(fields=('lab', 'instance_type', 'month'), name='quota_unique_lab_type_month'), models.CheckConstraint(condition=models.Q(('gpu_hours__gte', 0)), name='quota_non_negative')],
+                "ordering": ["month", "lab_id", "instance_type_id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("lab", "instance_type", "month"), name="quota_unique_lab_type_month"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("gpu_hours__gte", 0)), name="quota_non_negative"
+                    ),
+                ],
             },
         ),
     ]

@@ -32,45 +32,112 @@ LABS = {"vision": "Vision Lab", "language": "Language Lab"}
 # Facts from DESIGN §5 and §7. Prices are DigitalOcean list prices per droplet-hour at the time of
 # writing; site admins should copy the live `price_hourly` from GET /v2/sizes.
 INSTANCE_TYPES: list[dict[str, Any]] = [
-    dict(slug="mi300x-1", name="AMD MI300X ×1", provider_size="gpu-mi300x1-192gb",
-         image="gpu-amd-base", gpu_vendor="amd", gpu_model="MI300X", gpu_count=1,
-         vram_gb_per_gpu=192, gpu_arch="gfx942", price_per_hour=Decimal("1.99"),
-         agent_profile="mi300x",
-         expected_baselines={"matmul_bf16_tflops": 600, "memory_bandwidth_tbs": 4.0}),
-    dict(slug="mi300x-8", name="AMD MI300X ×8", provider_size="gpu-mi300x8-1536gb",
-         image="gpu-amd-base", gpu_vendor="amd", gpu_model="MI300X", gpu_count=8,
-         vram_gb_per_gpu=192, gpu_arch="gfx942", price_per_hour=Decimal("15.92"),
-         agent_profile="mi300x",
-         expected_baselines={"matmul_bf16_tflops": 600, "memory_bandwidth_tbs": 4.0}),
-    dict(slug="mi325x-8", name="AMD MI325X ×8", provider_size="gpu-mi325x8-2048gb-contracted",
-         image="gpu-amd-base", gpu_vendor="amd", gpu_model="MI325X", gpu_count=8,
-         vram_gb_per_gpu=256, gpu_arch="gfx942", price_per_hour=Decimal("13.52"),
-         agent_profile="mi325x",
-         expected_baselines={"matmul_bf16_tflops": 650, "memory_bandwidth_tbs": 4.5}),
-    dict(slug="mi350x-1", name="AMD MI350X ×1", provider_size="gpu-mi350x1-288gb",
-         image="gpu-amd-base", gpu_vendor="amd", gpu_model="MI350X", gpu_count=1,
-         vram_gb_per_gpu=288, gpu_arch="gfx950", price_per_hour=Decimal("2.49"),
-         agent_profile="mi350x",
-         expected_baselines={"matmul_bf16_tflops": 900, "memory_bandwidth_tbs": 6.0}),
-    dict(slug="h100-1", name="NVIDIA H100 ×1", provider_size="gpu-h100x1-80gb",
-         image="gpu-h100x1-base", gpu_vendor="nvidia", gpu_model="H100", gpu_count=1,
-         vram_gb_per_gpu=80, gpu_arch="9.0", price_per_hour=Decimal("3.39"),
-         agent_profile="h100",
-         expected_baselines={"matmul_bf16_tflops": 600, "memory_bandwidth_tbs": 2.5}),
-    dict(slug="h200-1", name="NVIDIA H200 ×1", provider_size="gpu-h200x1-141gb",
-         image="gpu-h100x1-base", gpu_vendor="nvidia", gpu_model="H200", gpu_count=1,
-         vram_gb_per_gpu=141, gpu_arch="9.0", price_per_hour=Decimal("3.44"),
-         agent_profile="h200",
-         expected_baselines={"matmul_bf16_tflops": 650, "memory_bandwidth_tbs": 3.8}),
+    dict(
+        slug="mi300x-1",
+        name="AMD MI300X ×1",
+        provider_size="gpu-mi300x1-192gb",
+        image="gpu-amd-base",
+        gpu_vendor="amd",
+        gpu_model="MI300X",
+        gpu_count=1,
+        vram_gb_per_gpu=192,
+        gpu_arch="gfx942",
+        price_per_hour=Decimal("1.99"),
+        agent_profile="mi300x",
+        expected_baselines={"matmul_bf16_tflops": 600, "memory_bandwidth_tbs": 4.0},
+    ),
+    dict(
+        slug="mi300x-8",
+        name="AMD MI300X ×8",
+        provider_size="gpu-mi300x8-1536gb",
+        image="gpu-amd-base",
+        gpu_vendor="amd",
+        gpu_model="MI300X",
+        gpu_count=8,
+        vram_gb_per_gpu=192,
+        gpu_arch="gfx942",
+        price_per_hour=Decimal("15.92"),
+        agent_profile="mi300x",
+        expected_baselines={"matmul_bf16_tflops": 600, "memory_bandwidth_tbs": 4.0},
+    ),
+    dict(
+        slug="mi325x-8",
+        name="AMD MI325X ×8",
+        provider_size="gpu-mi325x8-2048gb-contracted",
+        image="gpu-amd-base",
+        gpu_vendor="amd",
+        gpu_model="MI325X",
+        gpu_count=8,
+        vram_gb_per_gpu=256,
+        gpu_arch="gfx942",
+        price_per_hour=Decimal("13.52"),
+        agent_profile="mi325x",
+        expected_baselines={"matmul_bf16_tflops": 650, "memory_bandwidth_tbs": 4.5},
+    ),
+    dict(
+        slug="mi350x-1",
+        name="AMD MI350X ×1",
+        provider_size="gpu-mi350x1-288gb",
+        image="gpu-amd-base",
+        gpu_vendor="amd",
+        gpu_model="MI350X",
+        gpu_count=1,
+        vram_gb_per_gpu=288,
+        gpu_arch="gfx950",
+        price_per_hour=Decimal("2.49"),
+        agent_profile="mi350x",
+        expected_baselines={"matmul_bf16_tflops": 900, "memory_bandwidth_tbs": 6.0},
+    ),
+    dict(
+        slug="h100-1",
+        name="NVIDIA H100 ×1",
+        provider_size="gpu-h100x1-80gb",
+        image="gpu-h100x1-base",
+        gpu_vendor="nvidia",
+        gpu_model="H100",
+        gpu_count=1,
+        vram_gb_per_gpu=80,
+        gpu_arch="9.0",
+        price_per_hour=Decimal("3.39"),
+        agent_profile="h100",
+        expected_baselines={"matmul_bf16_tflops": 600, "memory_bandwidth_tbs": 2.5},
+    ),
+    dict(
+        slug="h200-1",
+        name="NVIDIA H200 ×1",
+        provider_size="gpu-h200x1-141gb",
+        image="gpu-h100x1-base",
+        gpu_vendor="nvidia",
+        gpu_model="H200",
+        gpu_count=1,
+        vram_gb_per_gpu=141,
+        gpu_arch="9.0",
+        price_per_hour=Decimal("3.44"),
+        agent_profile="h200",
+        expected_baselines={"matmul_bf16_tflops": 650, "memory_bandwidth_tbs": 3.8},
+    ),
 ]
 
 POOLS: list[dict[str, Any]] = [
     dict(slug="mi300x-tor1", name="MI300X ×1 · tor1", type="mi300x-1", region="tor1", capacity=4),
-    dict(slug="mi350x-atl1", name="MI350X ×1 · atl1 (approval)", type="mi350x-1", region="atl1",
-         capacity=2, requires_approval=True),
+    dict(
+        slug="mi350x-atl1",
+        name="MI350X ×1 · atl1 (approval)",
+        type="mi350x-1",
+        region="atl1",
+        capacity=2,
+        requires_approval=True,
+    ),
     dict(slug="h200-nyc2", name="H200 ×1 · nyc2", type="h200-1", region="nyc2", capacity=1),
-    dict(slug="mi325x8-atl1", name="MI325X ×8 · atl1", type="mi325x-8", region="atl1",
-         capacity=1, granularity_minutes=60, min_duration_minutes=60),
+    dict(
+        slug="mi325x8-atl1",
+        name="MI325X ×8 · atl1",
+        type="mi325x-8",
+        region="atl1",
+        capacity=1,
+        granularity_minutes=60,
+        min_duration_minutes=60,
+    ),
     dict(slug="h100-tor1", name="H100 ×1 · tor1", type="h100-1", region="tor1", capacity=2),
 ]
 
@@ -90,28 +157,38 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(self._summary(users, pools), indent=2))
         else:
-            self.stdout.write(self.style.SUCCESS(
-                f"Demo data ready: {len(users)} users (password {DEMO_PASSWORD!r}), "
-                f"{len(pools)} pools."
-            ))
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Demo data ready: {len(users)} users (password {DEMO_PASSWORD!r}), "
+                    f"{len(pools)} pools."
+                )
+            )
 
     def _people(self) -> dict[str, User]:
-        labs = {slug: Lab.objects.get_or_create(slug=slug, defaults={"name": name})[0]
-                for slug, name in LABS.items()}
+        labs = {
+            slug: Lab.objects.get_or_create(slug=slug, defaults={"name": name})[0]
+            for slug, name in LABS.items()
+        }
         users = {}
         for username, first, role, lab_slug, tz, language in PEOPLE:
             user, created = User.objects.get_or_create(
                 username=username,
-                defaults={"first_name": first, "email": f"{username}@example.org",
-                          "timezone": tz, "language": language,
-                          "is_staff": role == "site_admin", "is_superuser": role == "site_admin"},
+                defaults={
+                    "first_name": first,
+                    "email": f"{username}@example.org",
+                    "timezone": tz,
+                    "language": language,
+                    "is_staff": role == "site_admin",
+                    "is_superuser": role == "site_admin",
+                },
             )
             if created:
                 user.set_password(DEMO_PASSWORD)
                 user.save(update_fields=["password"])
             if lab_slug:
                 Membership.objects.get_or_create(
-                    user=user, lab=labs[lab_slug],
+                    user=user,
+                    lab=labs[lab_slug],
                     defaults={"role": "lab_admin" if role == "lab_admin" else "member"},
                 )
             users[username] = user
@@ -120,13 +197,20 @@ class Command(BaseCommand):
     def _catalog(self) -> dict[str, NodePool]:
         emulator, _ = ProviderAccount.objects.get_or_create(
             name="Local emulator",
-            defaults={"kind": "emulator", "api_base_url": "http://127.0.0.1:8010",
-                      "token_env_var": "LABGPU_EMULATOR_TOKEN"},
+            defaults={
+                "kind": "emulator",
+                "api_base_url": "http://127.0.0.1:8010",
+                "token_env_var": "LABGPU_EMULATOR_TOKEN",
+            },
         )
         ProviderAccount.objects.get_or_create(
             name="DigitalOcean",
-            defaults={"kind": "digitalocean", "api_base_url": "https://api.digitalocean.com",
-                      "token_env_var": "DIGITALOCEAN_TOKEN", "is_active": False},
+            defaults={
+                "kind": "digitalocean",
+                "api_base_url": "https://api.digitalocean.com",
+                "token_env_var": "DIGITALOCEAN_TOKEN",
+                "is_active": False,
+            },
         )
         types = {}
         for spec in INSTANCE_TYPES:
@@ -150,8 +234,12 @@ class Command(BaseCommand):
             for lab in Lab.objects.all():
                 for instance_type in InstanceType.objects.all():
                     Quota.objects.get_or_create(
-                        lab=lab, instance_type=instance_type, month=month,
-                        defaults={"gpu_hours": Decimal(2000 if instance_type.gpu_count > 1 else 400)},
+                        lab=lab,
+                        instance_type=instance_type,
+                        month=month,
+                        defaults={
+                            "gpu_hours": Decimal(2000 if instance_type.gpu_count > 1 else 400)
+                        },
                     )
             month = next_month(month)
 
@@ -168,20 +256,40 @@ class Command(BaseCommand):
         ]
         for username, pool_slug, offset_h, length_h, purpose in plans:
             start = base + timedelta(hours=offset_h)
-            booking_create(user=users[username], pool=pools[pool_slug], start=start,
-                           end=start + timedelta(hours=length_h), purpose=purpose)
+            booking_create(
+                user=users[username],
+                pool=pools[pool_slug],
+                start=start,
+                end=start + timedelta(hours=length_h),
+                purpose=purpose,
+            )
 
     def _summary(self, users: dict[str, User], pools: dict[str, NodePool]) -> dict[str, Any]:
         people = []
         for username, _, role, lab_slug, _, _ in PEOPLE:
-            _, raw = token_create(user=users[username], name="seed_demo",
-                                  scopes=["read", "book", "admin"])
-            people.append({"username": username, "password": DEMO_PASSWORD, "role": role,
-                           "lab": lab_slug, "lab_id": Lab.objects.get(slug=lab_slug).pk
-                           if lab_slug else None, "token": raw})
+            _, raw = token_create(
+                user=users[username], name="seed_demo", scopes=["read", "book", "admin"]
+            )
+            people.append(
+                {
+                    "username": username,
+                    "password": DEMO_PASSWORD,
+                    "role": role,
+                    "lab": lab_slug,
+                    "lab_id": Lab.objects.get(slug=lab_slug).pk if lab_slug else None,
+                    "token": raw,
+                }
+            )
         return {
             "users": people,
-            "pools": [{"id": pool.pk, "slug": pool.slug, "name": pool.name,
-                       "capacity": pool.capacity, "requires_approval": pool.requires_approval}
-                      for pool in pools.values()],
+            "pools": [
+                {
+                    "id": pool.pk,
+                    "slug": pool.slug,
+                    "name": pool.name,
+                    "capacity": pool.capacity,
+                    "requires_approval": pool.requires_approval,
+                }
+                for pool in pools.values()
+            ],
         }
