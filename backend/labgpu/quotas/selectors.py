@@ -2,7 +2,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 
-from django.db.models import Q
+from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F, Q, Sum, Value
+from django.db.models.functions import Greatest, Least
 
 from labgpu.bookings.models import Booking
 from labgpu.core.timeutils import hours, month_bounds, overlap
@@ -37,6 +38,11 @@ def booking_gpu_hours_in(booking: Booking, start: datetime, end: datetime) -> De
 def quota_usage(
     *, lab_id: int, instance_type_id: int, month: date, exclude_booking_id: int | None = None
 ) -> QuotaUsage:
+    """Committed (live, not yet consuming) and used (metered or consuming) GPU-hours in `month`.
+
+    Summed in SQL, grouped by status and GPU count, so the cost does not grow with the number of
+    bookings a lab makes in a month; only metered bookings are apportioned in Python.
+    """
     month_begin, month_end = month_bounds(month)
     quota = Quota.objects.filter(
         lab_id=lab_id, instance_type_id=instance_type_id, month=month
@@ -48,13 +54,27 @@ def quota_usage(
         start__lt=month_end,
         end__gt=month_begin,
     ).exclude(pk=exclude_booking_id)
+    in_month = ExpressionWrapper(
+        Least(F("end"), Value(month_end, output_field=DateTimeField()))
+        - Greatest(F("start"), Value(month_begin, output_field=DateTimeField())),
+        output_field=DurationField(),
+    )
+    metered = Q(status__in=Booking.CONSUMING_STATUSES, consumed_gpu_hours__isnull=False)
     used = committed = Decimal(0)
-    for booking in bookings.only("start", "end", "status", "gpu_count", "consumed_gpu_hours"):
-        share = booking_gpu_hours_in(booking, month_begin, month_end)
-        if booking.status in Booking.CONSUMING_STATUSES:
-            used += share
+    grouped = (
+        bookings.exclude(metered)
+        .values("status", "gpu_count")
+        .annotate(total=Sum(in_month))
+        .order_by()
+    )
+    for row in grouped:
+        gpu_hours = Decimal(row["total"].total_seconds()) / 3600 * row["gpu_count"]
+        if row["status"] in Booking.CONSUMING_STATUSES:
+            used += gpu_hours
         else:
-            committed += share
+            committed += gpu_hours
+    for booking in bookings.filter(metered).only("start", "end", "status", "consumed_gpu_hours"):
+        used += booking_gpu_hours_in(booking, month_begin, month_end)
     return QuotaUsage(
         quota_gpu_hours=quota.gpu_hours if quota else Decimal(0),
         used=used.quantize(TWO_PLACES),
