@@ -432,8 +432,11 @@ CHECKS: tuple[Check, ...] = (
 
 def check_smoke(results: list[SmokeResult], profile: InstanceProfile) -> list[Finding]:
     findings: list[Finding] = []
+    names = [r.name for r in results]
     for result in results:
-        slug = re.sub(r"[^a-z0-9_]", "_", result.name.lower())
+        # One id per result: a test with several results (llm at batch 1 and B) adds the metric.
+        parts = [result.name] if names.count(result.name) == 1 else [result.name, result.metric]
+        slug = ".".join(re.sub(r"[^a-z0-9_]", "_", p.lower()) for p in parts)
         evidence = {"metric": result.metric, "value": result.value, "unit": result.unit,
                     "baseline": result.baseline, "params": result.params}
         if result.status == "skipped":

@@ -71,18 +71,19 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
 def indented_tree(text: str) -> dict[str, Any]:
     """Parse the `KEY: value` tree that amd-smi's text output and `nvidia-smi -q` print.
 
-    Nesting follows indentation. A key seen twice at one level (e.g. `GPU: 0`, `GPU: 1`) becomes
-    `"GPU: 0"`/`"GPU: 1"` when it carries a value and has children, so devices stay apart.
+    Nesting follows indentation; a line with no value opens a block. Device headers carry a value
+    and open a block too: `GPU: 0` and `GPU: 1` become separate `"GPU: 0"`/`"GPU: 1"` keys.
     """
     root: dict[str, Any] = {}
     stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
     for raw in text.splitlines():
-        if not raw.strip() or raw.strip() == "..." or ":" not in raw:
+        if not raw.strip() or raw.strip() == "...":
             continue
         indent = len(raw.expandtabs(4)) - len(raw.expandtabs(4).lstrip())
         line = raw.strip()
-        if _SECTION.match(line):
-            key, value = line, ""  # `GPU 00000000:00:09.0` in `nvidia-smi -q`: a section, not a pair
+        if _SECTION.match(line) or ":" not in line:
+            # `GPU 00000000:00:09.0` and `PCI`, `GPU Link Info` in `nvidia-smi -q` open sections.
+            key, value = line, ""
         else:
             # `nvidia-smi -q` separates with " : " and its values hold colons (bus ids, times).
             key, _, value = line.partition(" : ") if " : " in line else line.partition(":")
@@ -90,7 +91,7 @@ def indented_tree(text: str) -> dict[str, Any]:
         while stack and stack[-1][0] >= indent:
             stack.pop()
         parent = stack[-1][1]
-        if value and key not in ("GPU", "CPU"):
+        if value and not (key in ("GPU", "CPU") and value.isdigit()):
             parent[key] = value
             continue
         # A device header (`GPU: 0`) opens a block; the same header met again (amd-smi list, then
