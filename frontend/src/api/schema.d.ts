@@ -64,6 +64,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** @description Session login for the SPA. CSRF-checked even though anonymous (prevents login CSRF). */
         post: operations["v1_auth_login_create"];
         delete?: never;
         options?: never;
@@ -421,7 +422,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Live bookings in [start, end); other labs' appear only as anonymous busy capacity (I-6). */
+        /** @description Live bookings in [start, end); other labs' only as anonymous busy blocks (I-6). */
         get: operations["v1_pools_busy_list"];
         put?: never;
         post?: never;
@@ -438,10 +439,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        /** @description Cloud accounts (site admins only). The token lives in the named environment variable. */
         get: operations["v1_provider_accounts_list"];
         put?: never;
-        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        /** @description Cloud accounts (site admins only). The token lives in the named environment variable. */
         post: operations["v1_provider_accounts_create"];
         delete?: never;
         options?: never;
@@ -456,16 +457,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        /** @description Cloud accounts (site admins only). The token lives in the named environment variable. */
         get: operations["v1_provider_accounts_retrieve"];
-        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        /** @description Cloud accounts (site admins only). The token lives in the named environment variable. */
         put: operations["v1_provider_accounts_update"];
         post?: never;
-        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        /** @description Cloud accounts (site admins only). The token lives in the named environment variable. */
         delete: operations["v1_provider_accounts_destroy"];
         options?: never;
         head?: never;
-        /** @description Cloud accounts (site admins only). The token itself lives in the environment variable named. */
+        /** @description Cloud accounts (site admins only). The token lives in the named environment variable. */
         patch: operations["v1_provider_accounts_partial_update"];
         trace?: never;
     };
@@ -786,9 +787,7 @@ export interface components {
             image?: string;
             gpu_vendor: components["schemas"]["GpuVendorEnum"];
             gpu_model: string;
-            /** Format: int64 */
             gpu_count: number;
-            /** Format: int64 */
             vram_gb_per_gpu: number;
             gpu_arch: string;
             /** Format: decimal */
@@ -806,9 +805,7 @@ export interface components {
             image?: string;
             gpu_vendor: components["schemas"]["GpuVendorEnum"];
             gpu_model: string;
-            /** Format: int64 */
             gpu_count: number;
-            /** Format: int64 */
             vram_gb_per_gpu: number;
             gpu_arch: string;
             /** Format: decimal */
@@ -876,9 +873,7 @@ export interface components {
             readonly id: number;
             readonly user: components["schemas"]["UserSummary"];
             role?: components["schemas"]["MembershipRoleEnum"];
-            /** Format: int64 */
             max_hours_per_week?: number | null;
-            /** Format: int64 */
             max_concurrent_bookings?: number | null;
             /** Format: date-time */
             readonly created_at: string;
@@ -887,9 +882,7 @@ export interface components {
             /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
             username: string;
             role?: components["schemas"]["MembershipRoleEnum"];
-            /** Format: int64 */
             max_hours_per_week?: number | null;
-            /** Format: int64 */
             max_concurrent_bookings?: number | null;
         };
         /**
@@ -902,16 +895,12 @@ export interface components {
             readonly id: number;
             readonly lab: components["schemas"]["LabSummary"];
             role?: components["schemas"]["MembershipRoleEnum"];
-            /** Format: int64 */
             max_hours_per_week?: number | null;
-            /** Format: int64 */
             max_concurrent_bookings?: number | null;
         };
         MyMembershipRequest: {
             role?: components["schemas"]["MembershipRoleEnum"];
-            /** Format: int64 */
             max_hours_per_week?: number | null;
-            /** Format: int64 */
             max_concurrent_bookings?: number | null;
         };
         NodePool: {
@@ -921,19 +910,12 @@ export interface components {
             instance_type: number;
             readonly instance_type_detail: components["schemas"]["InstanceType"];
             region: string;
-            /** Format: int64 */
             capacity: number;
-            /** Format: int64 */
             granularity_minutes?: number;
-            /** Format: int64 */
             min_duration_minutes?: number;
-            /** Format: int64 */
             max_duration_minutes?: number;
-            /** Format: int64 */
             max_days_ahead?: number;
-            /** Format: int64 */
             provisioning_lead_minutes?: number;
-            /** Format: int64 */
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
             /** @description Empty: every lab may book this pool. */
@@ -945,19 +927,12 @@ export interface components {
             slug: string;
             instance_type: number;
             region: string;
-            /** Format: int64 */
             capacity: number;
-            /** Format: int64 */
             granularity_minutes?: number;
-            /** Format: int64 */
             min_duration_minutes?: number;
-            /** Format: int64 */
             max_duration_minutes?: number;
-            /** Format: int64 */
             max_days_ahead?: number;
-            /** Format: int64 */
             provisioning_lead_minutes?: number;
-            /** Format: int64 */
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
             /** @description Empty: every lab may book this pool. */
@@ -1146,9 +1121,7 @@ export interface components {
             image?: string;
             gpu_vendor?: components["schemas"]["GpuVendorEnum"];
             gpu_model?: string;
-            /** Format: int64 */
             gpu_count?: number;
-            /** Format: int64 */
             vram_gb_per_gpu?: number;
             gpu_arch?: string;
             /** Format: decimal */
@@ -1167,9 +1140,7 @@ export interface components {
         };
         PatchedMembershipUpdateRequest: {
             role?: components["schemas"]["MembershipRoleEnum"];
-            /** Format: int64 */
             max_hours_per_week?: number | null;
-            /** Format: int64 */
             max_concurrent_bookings?: number | null;
         };
         PatchedNodePoolRequest: {
@@ -1177,19 +1148,12 @@ export interface components {
             slug?: string;
             instance_type?: number;
             region?: string;
-            /** Format: int64 */
             capacity?: number;
-            /** Format: int64 */
             granularity_minutes?: number;
-            /** Format: int64 */
             min_duration_minutes?: number;
-            /** Format: int64 */
             max_duration_minutes?: number;
-            /** Format: int64 */
             max_days_ahead?: number;
-            /** Format: int64 */
             provisioning_lead_minutes?: number;
-            /** Format: int64 */
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
             /** @description Empty: every lab may book this pool. */

@@ -1,0 +1,79 @@
+// Every main page: it loads, axe finds nothing serious or critical, and a screenshot is kept.
+// The language switcher and the browser-language default are checked here too.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+
+import { BASE_URL, launch, screenshot, seriousViolations, settle, signIn } from './support.mjs'
+
+describe('pages', () => {
+  let browser
+  before(async () => {
+    browser = await launch()
+  })
+  after(async () => {
+    await browser?.close()
+  })
+
+  it('the login page follows the browser language by default', async () => {
+    const context = await browser.newContext({ baseURL: BASE_URL, locale: 'zh-CN' })
+    const page = await context.newPage()
+    await page.goto('/login')
+    await page.getByLabel('用户名').waitFor()
+    assert.equal(await page.getAttribute('html', 'lang'), 'zh-CN')
+    await screenshot(page, 'login-zh-CN')
+    await context.close()
+  })
+
+  it('the language switch changes the page, and the choice sticks', async () => {
+    const context = await browser.newContext({ baseURL: BASE_URL, locale: 'en-US' })
+    const page = await context.newPage()
+    await page.goto('/login')
+    await page.getByLabel('Username').waitFor()
+    assert.deepEqual(await seriousViolations(page), [])
+    await screenshot(page, 'login')
+    await page.selectOption('[data-testid=locale-switcher]', 'zh-CN')
+    await page.getByLabel('用户名').waitFor()
+    assert.equal(await page.textContent('[data-testid=login-submit]'), '登录')
+    await page.reload()
+    await page.getByLabel('用户名').waitFor()
+    await page.selectOption('[data-testid=locale-switcher]', 'en')
+    await page.getByLabel('Username').waitFor()
+    await context.close()
+  })
+
+  const pages = [
+    ['alice', '/', 'dashboard'],
+    ['alice', '/calendar', 'calendar'],
+    ['alice', '/bookings', 'bookings'],
+    ['alice', '/bookings/new', 'booking-form'],
+    ['alice', '/quotas', 'quotas'],
+    ['alice', '/tokens', 'tokens'],
+    ['alice', '/profile', 'profile'],
+    ['bob', '/approvals', 'approvals-lab-admin'],
+    ['carol', '/approvals', 'approvals-site-admin'],
+  ]
+  for (const [user, path, name] of pages) {
+    it(`${path} as ${user} has no serious or critical axe violations`, async () => {
+      const { context, page } = await signIn(browser, user)
+      await page.goto(path)
+      await settle(page)
+      await page.locator('main h1').first().waitFor()
+      if (name === 'calendar') await page.locator('[data-testid=calendar] .ec').waitFor()
+      assert.deepEqual(await seriousViolations(page), [])
+      await screenshot(page, name)
+      await context.close()
+    })
+  }
+
+  it('switching language after sign-in translates the whole shell', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    await page.selectOption('[data-testid=locale-switcher]', 'zh-CN')
+    await page.getByRole('link', { name: '概览' }).waitFor()
+    await page.goto('/calendar')
+    await page.getByRole('heading', { name: '日历' }).waitFor()
+    await screenshot(page, 'calendar-zh-CN')
+    await page.selectOption('[data-testid=locale-switcher]', 'en')
+    await page.getByRole('heading', { name: 'Calendar' }).waitFor()
+    await context.close()
+  })
+})

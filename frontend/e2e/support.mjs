@@ -1,0 +1,135 @@
+// Shared set-up for the end-to-end specs: Debian's Chromium driven by playwright-core against a
+// live LabGPU (Django serving the built SPA, seeded with `manage.py seed_demo`).
+import { mkdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import AxeBuilder from '@axe-core/playwright'
+import { chromium } from 'playwright-core'
+
+export const BASE_URL = (process.env.E2E_BASE_URL ?? '').replace(/\/$/, '')
+if (!BASE_URL) throw new Error('Set E2E_BASE_URL to the running LabGPU, e.g. http://127.0.0.1:8000')
+
+const CHROMIUM = process.env.E2E_CHROMIUM ?? '/usr/bin/chromium'
+export const SCREENSHOT_DIR = process.env.E2E_SCREENSHOT_DIR ?? join(process.cwd(), 'test-results', 'screenshots')
+
+/** Demo people: from `seed_demo --json` output when E2E_USERS_JSON names that file, else the defaults. */
+function loadPasswords() {
+  const fallback = process.env.E2E_PASSWORD ?? 'labgpu-demo'
+  const file = process.env.E2E_USERS_JSON
+  if (!file) return () => fallback
+  const { users } = JSON.parse(readFileSync(file, 'utf8'))
+  const byName = new Map(users.map((u) => [u.username, u.password]))
+  return (username) => byName.get(username) ?? fallback
+}
+const passwordOf = loadPasswords()
+
+export async function launch() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-quic',
+      '--no-first-run',
+    ],
+  })
+}
+
+// The API allows 10 logins a minute per address: sign each person in once per run and reuse the
+// session (cookies and the stored language) in every later context.
+const sessions = new Map()
+
+/** A fresh browser context (own cookies) with `username` signed in. */
+export async function signIn(browser, username, { locale = 'en-US' } = {}) {
+  const cached = sessions.get(username)
+  const context = await browser.newContext({
+    baseURL: BASE_URL,
+    locale,
+    viewport: { width: 1280, height: 900 },
+    ...(cached ? { storageState: cached } : {}),
+  })
+  // Start every person in English unless the test says otherwise; the switcher is tested on its own.
+  await context.addInitScript(() => {
+    if (!localStorage.getItem('labgpu.locale')) localStorage.setItem('labgpu.locale', 'en')
+  })
+  const page = await context.newPage()
+  page.on('pageerror', (e) => console.error(`[${username}] page error:`, e.message))
+  if (cached) {
+    await page.goto('/')
+    await page.locator('[data-testid=logout]').waitFor()
+    return { context, page }
+  }
+  await page.goto('/login')
+  await page.fill('#login-username', username)
+  await page.fill('#login-password', passwordOf(username))
+  await page.click('[data-testid=login-submit]')
+  await page.waitForURL((url) => !url.pathname.startsWith('/login'))
+  sessions.set(username, await context.storageState())
+  return { context, page }
+}
+
+/** Call the API inside the signed-in session (cookies shared with the page), with CSRF. */
+export async function apiCall(context, method, path, data) {
+  const cookies = await context.cookies(BASE_URL)
+  const csrf = cookies.find((c) => c.name === 'csrftoken')?.value ?? ''
+  const response = await context.request.fetch(`${BASE_URL}${path}`, {
+    method,
+    data,
+    headers: { 'X-CSRFToken': csrf, Referer: `${BASE_URL}/` },
+  })
+  const text = await response.text()
+  return { status: response.status(), body: text ? JSON.parse(text) : null }
+}
+
+export async function listPools(context) {
+  const { body } = await apiCall(context, 'GET', '/api/v1/pools/?page_size=100')
+  return body.results
+}
+
+/** The next free window of `minutes` in `pool`, searching from a random day 2–20 days ahead. */
+export async function freeWindow(context, pool, minutes) {
+  const day = 2 + Math.floor(Math.random() * 18)
+  const from = new Date(Date.now() + day * 86_400_000)
+  from.setUTCMinutes(0, 0, 0)
+  const to = new Date(from.getTime() + 5 * 86_400_000)
+  const q = new URLSearchParams({ start: from.toISOString(), end: to.toISOString(), duration_minutes: String(minutes) })
+  const { body } = await apiCall(context, 'GET', `/api/v1/pools/${pool.id}/availability/?${q}`)
+  if (!body.next_free?.length) throw new Error(`no free window in pool ${pool.name}`)
+  return body.next_free[0]
+}
+
+/** `YYYY-MM-DDTHH:mm` of `iso` in `timeZone`, as typed into a datetime-local field. */
+export function wallTime(iso, timeZone) {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
+    }).formatToParts(new Date(iso)).map((p) => [p.type, p.value]),
+  )
+  return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}`
+}
+
+export async function me(context) {
+  return (await apiCall(context, 'GET', '/api/v1/me/')).body
+}
+
+/** Run axe on the page; return the serious and critical violations (which must be none). */
+export async function seriousViolations(page) {
+  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze()
+  return results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`)
+}
+
+export async function screenshot(page, name) {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true })
+  await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true })
+}
+
+/** Wait until no request is in flight for a moment (pages load their data after navigation). */
+export async function settle(page) {
+  await page.waitForLoadState('networkidle')
+}
