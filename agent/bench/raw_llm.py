@@ -36,19 +36,32 @@ for batch in dict.fromkeys((1, args.batch)):
         for i in range(args.warmup + args.iters):
             torch.cuda.synchronize()
             start = time.perf_counter()
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                 max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens,
-                                 do_sample=False, pad_token_id=0)
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=args.new_tokens,
+                min_new_tokens=args.new_tokens,
+                do_sample=False,
+                pad_token_id=0,
+            )
             torch.cuda.synchronize()
             if i >= args.warmup:
                 times.append(time.perf_counter() - start)
     median = statistics.median(times)
     results[f"batch{batch}"] = {
-        "seconds_all": times, "seconds_per_generate": median,
+        "seconds_all": times,
+        "seconds_per_generate": median,
         "tokens_per_s": batch * (out.shape[1] - args.prompt_tokens) / median,
     }
-print(json.dumps({
-    "name": "raw-transformers-llama3-8b", "params": vars(args), "results": results,
-    "torch": torch.__version__, "transformers": transformers.__version__,
-    "device": torch.cuda.get_device_name(0),
-}))
+print(
+    json.dumps(
+        {
+            "name": "raw-transformers-llama3-8b",
+            "params": vars(args),
+            "results": results,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "device": torch.cuda.get_device_name(0),
+        }
+    )
+)

@@ -29,8 +29,13 @@ with torch.device("cuda"):
     unet = diffusers.UNet2DConditionModel(**SDXL_UNET_CONFIG).to(dtype)
     vae = diffusers.AutoencoderKL(**SDXL_VAE_CONFIG).to(dtype)
 pipe = diffusers.StableDiffusionXLPipeline(
-    vae=vae, unet=unet, scheduler=diffusers.EulerDiscreteScheduler(**SDXL_SCHEDULER_CONFIG),
-    text_encoder=None, text_encoder_2=None, tokenizer=None, tokenizer_2=None,
+    vae=vae,
+    unet=unet,
+    scheduler=diffusers.EulerDiscreteScheduler(**SDXL_SCHEDULER_CONFIG),
+    text_encoder=None,
+    text_encoder_2=None,
+    tokenizer=None,
+    tokenizer_2=None,
     add_watermarker=False,
 )
 pipe.set_progress_bar_config(disable=True)
@@ -38,25 +43,42 @@ g = torch.Generator(device="cuda").manual_seed(1)
 emb = {
     "prompt_embeds": torch.randn(args.batch, 77, 2048, generator=g, device="cuda", dtype=dtype),
     "pooled_prompt_embeds": torch.randn(args.batch, 1280, generator=g, device="cuda", dtype=dtype),
-    "negative_prompt_embeds": torch.randn(args.batch, 77, 2048, generator=g, device="cuda",
-                                          dtype=dtype),
-    "negative_pooled_prompt_embeds": torch.randn(args.batch, 1280, generator=g, device="cuda",
-                                                 dtype=dtype),
+    "negative_prompt_embeds": torch.randn(
+        args.batch, 77, 2048, generator=g, device="cuda", dtype=dtype
+    ),
+    "negative_pooled_prompt_embeds": torch.randn(
+        args.batch, 1280, generator=g, device="cuda", dtype=dtype
+    ),
 }
 times = []
 with torch.inference_mode():
     for i in range(args.warmup + args.iters):
         torch.cuda.synchronize()
         start = time.perf_counter()
-        image = pipe(**emb, num_inference_steps=args.steps, guidance_scale=args.guidance,
-                     height=args.resolution, width=args.resolution, output_type="pt").images
+        image = pipe(
+            **emb,
+            num_inference_steps=args.steps,
+            guidance_scale=args.guidance,
+            height=args.resolution,
+            width=args.resolution,
+            output_type="pt",
+        ).images
         torch.cuda.synchronize()
         if i >= args.warmup:
             times.append(time.perf_counter() - start)
 median = statistics.median(times)
-print(json.dumps({
-    "name": "raw-diffusers-sdxl", "params": vars(args), "seconds_all": times,
-    "seconds_per_batch": median, "images_per_s": args.batch / median,
-    "finite": bool(torch.isfinite(image).all()), "torch": torch.__version__,
-    "diffusers": diffusers.__version__, "device": torch.cuda.get_device_name(0),
-}))
+print(
+    json.dumps(
+        {
+            "name": "raw-diffusers-sdxl",
+            "params": vars(args),
+            "seconds_all": times,
+            "seconds_per_batch": median,
+            "images_per_s": args.batch / median,
+            "finite": bool(torch.isfinite(image).all()),
+            "torch": torch.__version__,
+            "diffusers": diffusers.__version__,
+            "device": torch.cuda.get_device_name(0),
+        }
+    )
+)

@@ -6,6 +6,8 @@ reads off the file; `test_every_shared_fixture_has_a_parser_test` keeps the list
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from labgpu_agent.parsers import parse
@@ -40,8 +42,10 @@ def test_every_shared_fixture_has_a_parser_test():
 
 
 def test_amd_smi_default_view_of_a_digitalocean_mi300x_vf(shared_fixture):
-    facts = parse("amd-smi-default", shared_fixture(
-        "amd/amd-smi_default_mi300x-vf_digitalocean_rocm7.2.4.txt"))
+    facts = parse(
+        "amd-smi-default",
+        shared_fixture("amd/amd-smi_default_mi300x-vf_digitalocean_rocm7.2.4.txt"),
+    )
     (gpu,) = facts.gpus
     assert gpu.model == "AMD Instinct MI300X VF" and gpu.virtual_function is True
     assert gpu.bdf == "0000:83:00.0" and gpu.index == 0
@@ -55,7 +59,8 @@ def test_amd_smi_default_view_of_a_digitalocean_mi300x_vf(shared_fixture):
 
 def test_amd_smi_list_static_asic_and_ecc_blocks_of_two_mi308x(shared_fixture):
     text = shared_fixture(
-        "amd/amd-smi_list_static-asic_ecc-blocks_mi300-series_rocm6.x_changelog.txt")
+        "amd/amd-smi_list_static-asic_ecc-blocks_mi300-series_rocm6.x_changelog.txt"
+    )
     facts = parse("amd-smi-list", text)
     assert [g.bdf for g in facts.gpus] == ["0000:23:00.0", "0000:26:00.0"]
     assert facts.gpus[0].uuid is None  # `<redacted>` is not a UUID
@@ -77,8 +82,9 @@ def test_amd_smi_metric_json_trimmed_mi300x_rocm7(shared_fixture):
 
 
 def test_amd_smi_static_text_of_an_mi300a(shared_fixture):
-    facts = parse("amd-smi-static", shared_fixture(
-        "amd/amd-smi_static_mi300a_gfx942_rocm7.14_docs.txt"))
+    facts = parse(
+        "amd-smi-static", shared_fixture("amd/amd-smi_static_mi300a_gfx942_rocm7.14_docs.txt")
+    )
     (gpu,) = facts.gpus  # the CPU: block is not a GPU
     assert gpu.model == "AMD Instinct MI300A" and gpu.gfx_target == "gfx942"
     assert gpu.compute_units == 228 and gpu.bdf == "0000:01:00.0"
@@ -115,14 +121,18 @@ def test_rocm_smi_showall_json_mi250_legacy_keys(shared_fixture):
     assert gpu.model == "AMD INSTINCT MI250 (MCM) OAM AC MBA"
     assert gpu.bdf == "0000:2f:00.0"
     assert (gpu.temperature_edge_c, gpu.temperature_hotspot_c, gpu.temperature_memory_c) == (
-        32, 35, 43)
+        32,
+        35,
+        43,
+    )
     assert (gpu.power_draw_w, gpu.power_cap_w) == (89, 560)  # "Average Graphics Package Power"
     assert facts.driver_version == "6.2.4"
 
 
 def test_rocminfo_of_a_digitalocean_mi300x_vf(shared_fixture):
-    facts = parse("rocminfo", shared_fixture(
-        "amd/rocminfo_gfx942_mi300x-vf_digitalocean_rocm7.2.4.txt"))
+    facts = parse(
+        "rocminfo", shared_fixture("amd/rocminfo_gfx942_mi300x-vf_digitalocean_rocm7.2.4.txt")
+    )
     (gpu,) = facts.gpus  # the Xeon agent is skipped
     assert gpu.gfx_target == "gfx942" and gpu.compute_units == 304
     assert gpu.model == "AMD Instinct MI300X VF" and gpu.virtual_function is True
@@ -196,3 +206,14 @@ def test_nvidia_smi_query_csv_of_an_h200(shared_fixture):
     assert gpu.temperature_hotspot_c == 40 and gpu.power_draw_w == 129.84
     assert gpu.vram_total_mib == 143771 and gpu.utilisation_pct == 45
     assert gpu.sm_clock_mhz == 1980 and gpu.sm_clock_max_mhz == 1980
+
+
+def test_no_recorded_output_is_copied_into_the_project():
+    """The shared recordings are read in place; a copy would drift from the original."""
+    root = shared_fixtures_dir()
+    if not root.is_dir():
+        pytest.skip(f"{root} not found (../shared is absent on a fresh clone)")
+    shared_names = {p.name for p in root.rglob("*") if p.is_file() and p.name != "README.md"}
+    agent_dir = Path(__file__).resolve().parents[1]
+    ours = {p.name for p in agent_dir.rglob("*") if p.is_file() and ".venv" not in p.parts}
+    assert ours & shared_names == set()

@@ -123,8 +123,11 @@ def check_inventory(facts: Facts, profile: InstanceProfile) -> list[Finding]:
                 severity="fail",
                 message=f"Found {len(facts.gpus)} GPUs, expected {expected}{partitioned} for "
                 f"{profile.name}.",
-                evidence={"found": len(facts.gpus), "expected": expected,
-                          "bdfs": [g.bdf for g in facts.gpus]},
+                evidence={
+                    "found": len(facts.gpus),
+                    "expected": expected,
+                    "bdfs": [g.bdf for g in facts.gpus],
+                },
                 remediation="Check `lspci` for missing devices and `dmesg` for probe errors; a "
                 "missing GPU usually needs the provider to replace the node.",
             )
@@ -138,52 +141,81 @@ def _check_one_gpu(gpu: GpuFacts, profile: InstanceProfile) -> list[Finding]:
     findings: list[Finding] = []
     label = _gpu_label(gpu)
     if gpu.model and not re.search(profile.model_pattern, gpu.model, re.IGNORECASE):
-        findings.append(Finding(
-            id="gpu.model", severity="fail",
-            message=f"{label} is a {gpu.model}, not the {profile.name.upper()} this type promises.",
-            evidence={"gpu": gpu.index, "model": gpu.model, "expected": profile.model_pattern},
-            remediation="Re-create the node with the right size, or fix the instance type.",
-        ))
+        findings.append(
+            Finding(
+                id="gpu.model",
+                severity="fail",
+                message=(
+                    f"{label} is a {gpu.model}, not the {profile.name.upper()} this type promises."
+                ),
+                evidence={"gpu": gpu.index, "model": gpu.model, "expected": profile.model_pattern},
+                remediation="Re-create the node with the right size, or fix the instance type.",
+            )
+        )
     if profile.gfx_target and gpu.gfx_target and gpu.gfx_target != profile.gfx_target:
-        findings.append(Finding(
-            id="gpu.gfx_target", severity="fail",
-            message=f"{label} reports {gpu.gfx_target}; {profile.name} is {profile.gfx_target}.",
-            evidence={"gpu": gpu.index, "gfx_target": gpu.gfx_target,
-                      "expected": profile.gfx_target},
-            remediation="Check that the ROCm release supports this GPU and that no "
-            "HSA_OVERRIDE_GFX_VERSION is set.",
-        ))
-    if (profile.compute_capability and gpu.compute_capability
-            and gpu.compute_capability != profile.compute_capability):
-        findings.append(Finding(
-            id="gpu.compute_capability", severity="fail",
-            message=f"{label} has compute capability {gpu.compute_capability}, expected "
-            f"{profile.compute_capability}.",
-            evidence={"gpu": gpu.index, "compute_capability": gpu.compute_capability},
-            remediation="The node carries another GPU generation; re-create it.",
-        ))
+        findings.append(
+            Finding(
+                id="gpu.gfx_target",
+                severity="fail",
+                message=(
+                    f"{label} reports {gpu.gfx_target}; {profile.name} is {profile.gfx_target}."
+                ),
+                evidence={
+                    "gpu": gpu.index,
+                    "gfx_target": gpu.gfx_target,
+                    "expected": profile.gfx_target,
+                },
+                remediation="Check that the ROCm release supports this GPU and that no "
+                "HSA_OVERRIDE_GFX_VERSION is set.",
+            )
+        )
+    if (
+        profile.compute_capability
+        and gpu.compute_capability
+        and gpu.compute_capability != profile.compute_capability
+    ):
+        findings.append(
+            Finding(
+                id="gpu.compute_capability",
+                severity="fail",
+                message=f"{label} has compute capability {gpu.compute_capability}, expected "
+                f"{profile.compute_capability}.",
+                evidence={"gpu": gpu.index, "compute_capability": gpu.compute_capability},
+                remediation="The node carries another GPU generation; re-create it.",
+            )
+        )
     factor = _partition_factor(gpu)
     if profile.compute_units and gpu.compute_units is not None and gpu.vendor == profile.vendor:
         expected_cu = profile.compute_units // factor
         if gpu.compute_units < expected_cu:
-            findings.append(Finding(
-                id="gpu.compute_units", severity="warn",
-                message=f"{label} exposes {gpu.compute_units} compute units, expected "
-                f"{expected_cu}.",
-                evidence={"gpu": gpu.index, "compute_units": gpu.compute_units,
-                          "expected": expected_cu, "partition": gpu.compute_partition},
-                remediation="Check the compute partition mode (`amd-smi static --partition`).",
-            ))
+            findings.append(
+                Finding(
+                    id="gpu.compute_units",
+                    severity="warn",
+                    message=f"{label} exposes {gpu.compute_units} compute units, expected "
+                    f"{expected_cu}.",
+                    evidence={
+                        "gpu": gpu.index,
+                        "compute_units": gpu.compute_units,
+                        "expected": expected_cu,
+                        "partition": gpu.compute_partition,
+                    },
+                    remediation="Check the compute partition mode (`amd-smi static --partition`).",
+                )
+            )
     if gpu.vram_total_mib is not None and factor == 1:
         expected_mib = profile.vram_gib * 1024 * 0.9
         if gpu.vram_total_mib < expected_mib:
-            findings.append(Finding(
-                id="gpu.vram", severity="fail",
-                message=f"{label} has {gpu.vram_total_mib / 1024:.0f} GiB of memory; "
-                f"{profile.name} has {profile.vram_gib:.0f} GB.",
-                evidence={"gpu": gpu.index, "vram_total_mib": gpu.vram_total_mib},
-                remediation="Check the memory partition mode (NPS) or replace the node.",
-            ))
+            findings.append(
+                Finding(
+                    id="gpu.vram",
+                    severity="fail",
+                    message=f"{label} has {gpu.vram_total_mib / 1024:.0f} GiB of memory; "
+                    f"{profile.name} has {profile.vram_gib:.0f} GB.",
+                    evidence={"gpu": gpu.index, "vram_total_mib": gpu.vram_total_mib},
+                    remediation="Check the memory partition mode (NPS) or replace the node.",
+                )
+            )
     return findings
 
 
@@ -193,20 +225,35 @@ def check_rocm(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     found = version_tuple(facts.rocm_version)
     required = version_tuple(profile.min_rocm)
     if found is None:
-        return [Finding(
-            id="rocm.version_unknown", severity="info",
-            message="Could not read the ROCm version.",
-            evidence={"rocm_version": facts.rocm_version},
-            remediation="Install amd-smi (ROCm 6+) so the agent can read it.",
-        )] if facts.gpus else []
+        return (
+            [
+                Finding(
+                    id="rocm.version_unknown",
+                    severity="info",
+                    message="Could not read the ROCm version.",
+                    evidence={"rocm_version": facts.rocm_version},
+                    remediation="Install amd-smi (ROCm 6+) so the agent can read it.",
+                )
+            ]
+            if facts.gpus
+            else []
+        )
     if required is not None and found < required:
-        return [Finding(
-            id="rocm.too_old", severity="fail",
-            message=f"ROCm {facts.rocm_version} is too old for {profile.name.upper()}; it needs "
-            f"ROCm {profile.min_rocm} or newer.",
-            evidence={"rocm_version": facts.rocm_version, "required": profile.min_rocm},
-            remediation=f"Install ROCm {profile.min_rocm}+ and the matching amdgpu-dkms driver.",
-        )]
+        return [
+            Finding(
+                id="rocm.too_old",
+                severity="fail",
+                message=(
+                    f"ROCm {facts.rocm_version} is too old for {profile.name.upper()}; "
+                    "it needs "
+                    f"ROCm {profile.min_rocm} or newer."
+                ),
+                evidence={"rocm_version": facts.rocm_version, "required": profile.min_rocm},
+                remediation=(
+                    f"Install ROCm {profile.min_rocm}+ and the matching amdgpu-dkms driver."
+                ),
+            )
+        ]
     return []
 
 
@@ -223,29 +270,40 @@ def check_environment(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     override = facts.environment.get("HSA_OVERRIDE_GFX_VERSION")
     if override is not None and profile.vendor == "amd":
         implied = _gfx_from_override(override)
-        actual = {g.gfx_target for g in facts.gpus if g.gfx_target} or {profile.gfx_target}
+        actual = {g.gfx_target for g in facts.gpus if g.gfx_target} or {profile.gfx_target or "?"}
         harmful = implied not in actual
-        findings.append(Finding(
-            id="env.hsa_override_gfx_version",
-            severity="fail" if harmful else "info",
-            message=(
-                f"HSA_OVERRIDE_GFX_VERSION={override} makes ROCm treat the GPU as "
-                f"{implied or 'an invalid target'}, but it is {', '.join(sorted(map(str, actual)))}: "
-                "kernels built for the wrong ISA fail or run wrongly."
-                if harmful
-                else f"HSA_OVERRIDE_GFX_VERSION={override} matches the GPU; it is unnecessary."
-            ),
-            evidence={"HSA_OVERRIDE_GFX_VERSION": override, "implied_target": implied},
-            remediation="Unset HSA_OVERRIDE_GFX_VERSION (it is a workaround for consumer cards; "
-            "Instinct GPUs are supported natively).",
-        ))
+        findings.append(
+            Finding(
+                id="env.hsa_override_gfx_version",
+                severity="fail" if harmful else "info",
+                message=(
+                    f"HSA_OVERRIDE_GFX_VERSION={override} makes ROCm treat the GPU as "
+                    f"{implied or 'an invalid target'}, but it is "
+                    f"{', '.join(sorted(map(str, actual)))}: "
+                    "kernels built for the wrong ISA fail or run wrongly."
+                    if harmful
+                    else f"HSA_OVERRIDE_GFX_VERSION={override} matches the GPU; it is unnecessary."
+                ),
+                evidence={"HSA_OVERRIDE_GFX_VERSION": override, "implied_target": implied},
+                remediation=(
+                    "Unset HSA_OVERRIDE_GFX_VERSION (it is a workaround for "
+                    "consumer cards; "
+                    "Instinct GPUs are supported natively)."
+                ),
+            )
+        )
     if "HSA_OVERRIDE_THERMAL_LIMIT" in facts.environment:
-        findings.append(Finding(
-            id="env.unknown_variable", severity="info",
-            message="HSA_OVERRIDE_THERMAL_LIMIT is set, but no such ROCm variable exists.",
-            evidence={"HSA_OVERRIDE_THERMAL_LIMIT": facts.environment["HSA_OVERRIDE_THERMAL_LIMIT"]},
-            remediation="Remove it; thermal limits are firmware settings.",
-        ))
+        findings.append(
+            Finding(
+                id="env.unknown_variable",
+                severity="info",
+                message="HSA_OVERRIDE_THERMAL_LIMIT is set, but no such ROCm variable exists.",
+                evidence={
+                    "HSA_OVERRIDE_THERMAL_LIMIT": facts.environment["HSA_OVERRIDE_THERMAL_LIMIT"]
+                },
+                remediation="Remove it; thermal limits are firmware settings.",
+            )
+        )
     return findings
 
 
@@ -254,67 +312,97 @@ def check_device_nodes(facts: Facts, profile: InstanceProfile) -> list[Finding]:
         return []
     amd = profile.vendor == "amd"
     required = ("/dev/kfd",) if amd else ("/dev/nvidiactl",)
-    ours = [n for n in facts.device_nodes if n.path.startswith(("/dev/kfd", "/dev/dri") if amd
-                                                                else "/dev/nvidia")]
+    ours = [
+        n
+        for n in facts.device_nodes
+        if n.path.startswith(("/dev/kfd", "/dev/dri") if amd else "/dev/nvidia")
+    ]
     bad = [n for n in ours if not n.exists or n.accessible is False]
     missing_required = [
-        path for path in required if not any(n.path == path and n.exists for n in facts.device_nodes)
+        path
+        for path in required
+        if not any(n.path == path and n.exists for n in facts.device_nodes)
     ]
     if not bad and not missing_required:
         return []
-    return [Finding(
-        id="devices.inaccessible", severity="fail",
-        message="GPU device nodes are missing or not readable and writable by the agent's user: "
-        + ", ".join(sorted({n.path for n in bad} | set(missing_required))),
-        evidence={"nodes": [asdict(n) for n in bad], "missing": missing_required},
-        remediation=(
-            "Add the user to the `render` and `video` groups (`sudo usermod -aG render,video "
-            "$USER`, then log in again); if /dev/kfd is missing, the amdgpu driver is not loaded."
-            if profile.vendor == "amd"
-            else "Check the NVIDIA driver is loaded and /dev/nvidia* are mode 0666."
-        ),
-    )]
+    return [
+        Finding(
+            id="devices.inaccessible",
+            severity="fail",
+            message=(
+                "GPU device nodes are missing or not readable and writable by the agent's user: "
+            )
+            + ", ".join(sorted({n.path for n in bad} | set(missing_required))),
+            evidence={"nodes": [asdict(n) for n in bad], "missing": missing_required},
+            remediation=(
+                "Add the user to the `render` and `video` groups (`sudo usermod -aG render,video "
+                "$USER`, then log in again); if /dev/kfd is missing, the amdgpu driver is "
+                "not loaded."
+                if profile.vendor == "amd"
+                else "Check the NVIDIA driver is loaded and /dev/nvidia* are mode 0666."
+            ),
+        )
+    ]
 
 
 def check_pcie(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     findings: list[Finding] = []
-    links = [(g.index, g.bdf, g.pcie_gen, g.pcie_width, bool(g.virtual_function)) for g in facts.gpus
-             if g.pcie_width is not None or g.pcie_gen is not None]
+    links = [
+        (g.index, g.bdf, g.pcie_gen, g.pcie_width, bool(g.virtual_function))
+        for g in facts.gpus
+        if g.pcie_width is not None or g.pcie_gen is not None
+    ]
     if not links:
         # Only lspci saw links (GPU tools gave none): judge those.
-        links = [(None, lk.bdf, lk.gen, lk.width, False) for lk in facts.pcie_links
-                 if lk.width is not None]
+        links = [
+            (None, lk.bdf, lk.gen, lk.width, False)
+            for lk in facts.pcie_links
+            if lk.width is not None
+        ]
     virtual = any(g.virtual_function for g in facts.gpus) or facts.platform == "Linux Guest"
     for index, bdf, gen, width, vf in links:
         # An SR-IOV guest sees a virtual link that may not be the physical one: warn, never fail.
         narrow_severity = "warn" if (vf or virtual) else "fail"
         where = f"GPU {index}" if index is not None else f"device {bdf or '?'}"
         if width is not None and width < profile.min_pcie_width:
-            findings.append(Finding(
-                id="pcie.link_narrow", severity=narrow_severity,
-                message=f"{where} PCIe link is x{width}, expected x{profile.min_pcie_width}.",
-                evidence={"gpu": index, "bdf": bdf, "width": width, "gen": gen},
-                remediation="Reseat the card or riser, check the slot; in a VM ask the provider "
-                "to check the host link.",
-            ))
+            findings.append(
+                Finding(
+                    id="pcie.link_narrow",
+                    severity=narrow_severity,
+                    message=f"{where} PCIe link is x{width}, expected x{profile.min_pcie_width}.",
+                    evidence={"gpu": index, "bdf": bdf, "width": width, "gen": gen},
+                    remediation=(
+                        "Reseat the card or riser, check the slot; in a VM ask the "
+                        "provider "
+                        "to check the host link."
+                    ),
+                )
+            )
         if gen is not None and gen < profile.min_pcie_gen:
-            findings.append(Finding(
-                id="pcie.link_slow", severity="warn",
-                message=f"{where} PCIe link runs at Gen{gen}, expected Gen{profile.min_pcie_gen}.",
-                evidence={"gpu": index, "bdf": bdf, "width": width, "gen": gen},
-                remediation="Idle GPUs may drop link speed to save power: re-check under load; "
-                "otherwise check BIOS PCIe settings and the riser.",
-            ))
+            findings.append(
+                Finding(
+                    id="pcie.link_slow",
+                    severity="warn",
+                    message=(
+                        f"{where} PCIe link runs at Gen{gen}, expected Gen{profile.min_pcie_gen}."
+                    ),
+                    evidence={"gpu": index, "bdf": bdf, "width": width, "gen": gen},
+                    remediation="Idle GPUs may drop link speed to save power: re-check under load; "
+                    "otherwise check BIOS PCIe settings and the riser.",
+                )
+            )
     for link in facts.pcie_links:
         if link.downgraded or link.fatal_error:
-            findings.append(Finding(
-                id="pcie.link_error" if link.fatal_error else "pcie.link_downgraded",
-                severity="fail" if link.fatal_error else "warn",
-                message=f"lspci reports the link of {link.bdf or 'a GPU'} as "
-                + ("having a fatal error (FatalErr+)." if link.fatal_error else "downgraded."),
-                evidence=asdict(link),
-                remediation="Check `dmesg` for AER errors; reseat or replace the card.",
-            ))
+            findings.append(
+                Finding(
+                    id="pcie.link_error" if link.fatal_error else "pcie.link_downgraded",
+                    severity="fail" if link.fatal_error else "warn",
+                    message=f"lspci reports the link of {link.bdf or 'a GPU'} as "
+                    + ("having a fatal error (FatalErr+)." if link.fatal_error else "downgraded."),
+                    evidence=asdict(link),
+                    remediation="Check `dmesg` for AER errors; reseat or replace the card.",
+                )
+            )
     return findings
 
 
@@ -323,34 +411,50 @@ def check_power_and_thermal(facts: Facts, profile: InstanceProfile) -> list[Find
     for gpu in facts.gpus:
         label = _gpu_label(gpu)
         if gpu.power_cap_w is not None and gpu.power_cap_w < 0.95 * profile.board_power_w:
-            findings.append(Finding(
-                id="power.capped", severity="warn",
-                message=f"{label} power limit is {gpu.power_cap_w:.0f} W, below the "
-                f"{profile.board_power_w:.0f} W board power of {profile.name}.",
-                evidence={"gpu": gpu.index, "power_cap_w": gpu.power_cap_w,
-                          "board_power_w": profile.board_power_w},
-                remediation="Restore the default power limit (`amd-smi set --power-cap` / "
-                "`nvidia-smi -pl`) or ask the provider why it is capped.",
-            ))
+            findings.append(
+                Finding(
+                    id="power.capped",
+                    severity="warn",
+                    message=f"{label} power limit is {gpu.power_cap_w:.0f} W, below the "
+                    f"{profile.board_power_w:.0f} W board power of {profile.name}.",
+                    evidence={
+                        "gpu": gpu.index,
+                        "power_cap_w": gpu.power_cap_w,
+                        "board_power_w": profile.board_power_w,
+                    },
+                    remediation="Restore the default power limit (`amd-smi set --power-cap` / "
+                    "`nvidia-smi -pl`) or ask the provider why it is capped.",
+                )
+            )
         hotspot = gpu.temperature_hotspot_c
         if hotspot is not None and hotspot >= profile.max_hotspot_c - 5:
             over = hotspot >= profile.max_hotspot_c
-            findings.append(Finding(
-                id="thermal.over_limit" if over else "thermal.near_limit",
-                severity="fail" if over else "warn",
-                message=f"{label} is at {hotspot:.0f} °C (limit {profile.max_hotspot_c:.0f} °C).",
-                evidence={"gpu": gpu.index, "temperature_hotspot_c": hotspot,
-                          "temperature_memory_c": gpu.temperature_memory_c},
-                remediation="Check fans/airflow and inlet temperature; the GPU will throttle.",
-            ))
+            findings.append(
+                Finding(
+                    id="thermal.over_limit" if over else "thermal.near_limit",
+                    severity="fail" if over else "warn",
+                    message=(
+                        f"{label} is at {hotspot:.0f} °C (limit {profile.max_hotspot_c:.0f} °C)."
+                    ),
+                    evidence={
+                        "gpu": gpu.index,
+                        "temperature_hotspot_c": hotspot,
+                        "temperature_memory_c": gpu.temperature_memory_c,
+                    },
+                    remediation="Check fans/airflow and inlet temperature; the GPU will throttle.",
+                )
+            )
         thermal = [r for r in gpu.throttle_reasons if "thermal" in r or "power_brake" in r]
         if thermal:
-            findings.append(Finding(
-                id="thermal.throttling", severity="warn",
-                message=f"{label} is being slowed down: {', '.join(thermal)}.",
-                evidence={"gpu": gpu.index, "throttle_reasons": gpu.throttle_reasons},
-                remediation="Check cooling and the power supply; throughput will be reduced.",
-            ))
+            findings.append(
+                Finding(
+                    id="thermal.throttling",
+                    severity="warn",
+                    message=f"{label} is being slowed down: {', '.join(thermal)}.",
+                    evidence={"gpu": gpu.index, "throttle_reasons": gpu.throttle_reasons},
+                    remediation="Check cooling and the power supply; throughput will be reduced.",
+                )
+            )
     return findings
 
 
@@ -359,28 +463,40 @@ def check_ecc(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     for gpu in facts.gpus:
         label = _gpu_label(gpu)
         if gpu.ecc_uncorrectable:
-            findings.append(Finding(
-                id="ecc.uncorrectable", severity="fail",
-                message=f"{label} has {gpu.ecc_uncorrectable} uncorrectable ECC errors.",
-                evidence={"gpu": gpu.index, "ecc_uncorrectable": gpu.ecc_uncorrectable,
-                          "ecc_correctable": gpu.ecc_correctable},
-                remediation="Drain the node; reset the GPU and re-run; replace it if errors "
-                "return.",
-            ))
+            findings.append(
+                Finding(
+                    id="ecc.uncorrectable",
+                    severity="fail",
+                    message=f"{label} has {gpu.ecc_uncorrectable} uncorrectable ECC errors.",
+                    evidence={
+                        "gpu": gpu.index,
+                        "ecc_uncorrectable": gpu.ecc_uncorrectable,
+                        "ecc_correctable": gpu.ecc_correctable,
+                    },
+                    remediation="Drain the node; reset the GPU and re-run; replace it if errors "
+                    "return.",
+                )
+            )
         if gpu.pending_retired_pages:
-            findings.append(Finding(
-                id="ecc.pending_retirement", severity="fail",
-                message=f"{label} has memory pages or rows waiting to be retired.",
-                evidence={"gpu": gpu.index, "pending": gpu.pending_retired_pages},
-                remediation="Reset the GPU (or reboot) so the pending retirement takes effect.",
-            ))
+            findings.append(
+                Finding(
+                    id="ecc.pending_retirement",
+                    severity="fail",
+                    message=f"{label} has memory pages or rows waiting to be retired.",
+                    evidence={"gpu": gpu.index, "pending": gpu.pending_retired_pages},
+                    remediation="Reset the GPU (or reboot) so the pending retirement takes effect.",
+                )
+            )
         if gpu.retired_pages:
-            findings.append(Finding(
-                id="ecc.retired_pages", severity="warn",
-                message=f"{label} has {gpu.retired_pages} retired pages / remapped rows.",
-                evidence={"gpu": gpu.index, "retired_pages": gpu.retired_pages},
-                remediation="Watch the count; replace the GPU when it nears the threshold.",
-            ))
+            findings.append(
+                Finding(
+                    id="ecc.retired_pages",
+                    severity="warn",
+                    message=f"{label} has {gpu.retired_pages} retired pages / remapped rows.",
+                    evidence={"gpu": gpu.index, "retired_pages": gpu.retired_pages},
+                    remediation="Watch the count; replace the GPU when it nears the threshold.",
+                )
+            )
     return findings
 
 
@@ -393,26 +509,32 @@ def check_kernel_log(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     if not facts.kernel_log_errors:
         return []
     severe = any(_SEVERE_LOG.search(line) for line in facts.kernel_log_errors)
-    return [Finding(
-        id="kernel_log.gpu_errors", severity="fail" if severe else "warn",
-        message=f"The kernel log has {len(facts.kernel_log_errors)} GPU error lines.",
-        evidence={"lines": facts.kernel_log_errors[:20]},
-        remediation="Read the lines; a GPU reset, Xid or AER error usually means the node "
-        "should be drained and checked.",
-    )]
+    return [
+        Finding(
+            id="kernel_log.gpu_errors",
+            severity="fail" if severe else "warn",
+            message=f"The kernel log has {len(facts.kernel_log_errors)} GPU error lines.",
+            evidence={"lines": facts.kernel_log_errors[:20]},
+            remediation="Read the lines; a GPU reset, Xid or AER error usually means the node "
+            "should be drained and checked.",
+        )
+    ]
 
 
 def check_diagnostics(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     failed = [d for d in facts.diagnostics if d.result == "fail"]
     if not failed:
         return []
-    return [Finding(
-        id="diagnostics.failed", severity="fail",
-        message=f"{len(failed)} vendor diagnostic tests failed.",
-        evidence={"failed": [asdict(d) for d in failed]},
-        remediation="Re-run the vendor diagnostic (rvs / dcgmi diag) and replace the GPU if it "
-        "fails again.",
-    )]
+    return [
+        Finding(
+            id="diagnostics.failed",
+            severity="fail",
+            message=f"{len(failed)} vendor diagnostic tests failed.",
+            evidence={"failed": [asdict(d) for d in failed]},
+            remediation="Re-run the vendor diagnostic (rvs / dcgmi diag) and replace the GPU if it "
+            "fails again.",
+        )
+    ]
 
 
 CHECKS: tuple[Check, ...] = (
@@ -437,36 +559,55 @@ def check_smoke(results: list[SmokeResult], profile: InstanceProfile) -> list[Fi
         # One id per result: a test with several results (llm at batch 1 and B) adds the metric.
         parts = [result.name] if names.count(result.name) == 1 else [result.name, result.metric]
         slug = ".".join(re.sub(r"[^a-z0-9_]", "_", p.lower()) for p in parts)
-        evidence = {"metric": result.metric, "value": result.value, "unit": result.unit,
-                    "baseline": result.baseline, "params": result.params}
+        evidence = {
+            "metric": result.metric,
+            "value": result.value,
+            "unit": result.unit,
+            "baseline": result.baseline,
+            "params": result.params,
+        }
         if result.status == "skipped":
-            findings.append(Finding(
-                id=f"smoke.{slug}.skipped", severity="info",
-                message=f"Smoke test {result.name} was skipped: {result.reason}",
-                evidence=evidence,
-                remediation="Install the smoke extra (`pip install 'labgpu-agent[smoke]'` with a "
-                "ROCm or CUDA build of PyTorch) to run it.",
-            ))
+            findings.append(
+                Finding(
+                    id=f"smoke.{slug}.skipped",
+                    severity="info",
+                    message=f"Smoke test {result.name} was skipped: {result.reason}",
+                    evidence=evidence,
+                    remediation=(
+                        "Install the smoke extra (`pip install "
+                        "'labgpu-agent[smoke]'` with a "
+                        "ROCm or CUDA build of PyTorch) to run it."
+                    ),
+                )
+            )
         elif result.status == "failed":
-            findings.append(Finding(
-                id=f"smoke.{slug}.failed", severity="fail",
-                message=f"Smoke test {result.name} failed: {result.reason}",
-                evidence=evidence,
-                remediation="Run `labgpu-agent smoke " + result.name + "` by hand and read the "
-                "error; check the driver and PyTorch build.",
-            ))
+            findings.append(
+                Finding(
+                    id=f"smoke.{slug}.failed",
+                    severity="fail",
+                    message=f"Smoke test {result.name} failed: {result.reason}",
+                    evidence=evidence,
+                    remediation="Run `labgpu-agent smoke " + result.name + "` by hand and read the "
+                    "error; check the driver and PyTorch build.",
+                )
+            )
         elif result.value is not None and result.baseline:
             ratio = result.value / result.baseline
             if not result.higher_is_better:
                 ratio = 1 / ratio if ratio else 0.0
             if ratio < WARN_BELOW_BASELINE:
-                findings.append(Finding(
-                    id=f"smoke.{slug}.below_baseline",
-                    severity="fail" if ratio < FAIL_BELOW_BASELINE else "warn",
-                    message=f"{result.name} {result.metric} is {result.value:.4g} {result.unit}, "
-                    f"{ratio:.0%} of the {profile.name} baseline {result.baseline:.4g}.",
-                    evidence={**evidence, "fraction_of_baseline": round(ratio, 3)},
-                    remediation="Check clocks, power cap, temperature and PCIe findings above; "
-                    "re-run to rule out noise.",
-                ))
+                findings.append(
+                    Finding(
+                        id=f"smoke.{slug}.below_baseline",
+                        severity="fail" if ratio < FAIL_BELOW_BASELINE else "warn",
+                        message=(
+                            f"{result.name} {result.metric} is {result.value:.4g} "
+                            f"{result.unit}, "
+                            f"{ratio:.0%} of the {profile.name} baseline {result.baseline:.4g}."
+                        ),
+                        evidence={**evidence, "fraction_of_baseline": round(ratio, 3)},
+                        remediation="Check clocks, power cap, temperature and PCIe findings above; "
+                        "re-run to rule out noise.",
+                    )
+                )
     return findings

@@ -75,17 +75,22 @@ def assemble_report(
             options = (smoke_options or {}).get(name, {})
             smoke.extend(run_smoke(name, profile.baselines if profile else {}, **options))
     if profile is None:
-        findings = [Finding(
-            id="profile.unknown", severity="warn",
-            message="No instance profile given and none matches the GPUs found; only facts are "
-            "reported.",
-            evidence={"models": sorted({g.model for g in facts.gpus if g.model})},
-            remediation="Pass --profile (one of " + ", ".join(PROFILES) + ").",
-        )]
+        findings = [
+            Finding(
+                id="profile.unknown",
+                severity="warn",
+                message="No instance profile given and none matches the GPUs found; only facts are "
+                "reported.",
+                evidence={"models": sorted({g.model for g in facts.gpus if g.model})},
+                remediation="Pass --profile (one of " + ", ".join(PROFILES) + ").",
+            )
+        ]
     else:
         findings = run_checks(facts, profile, smoke)
     return build_report(
-        facts=facts, findings=findings, smoke=smoke,
+        facts=facts,
+        findings=findings,
+        smoke=smoke,
         profile=profile_name or (profile.name if profile else None),
         agent_version=__version__,
         hostname=fixture.hostname if fixture else None,
@@ -95,19 +100,25 @@ def assemble_report(
 
 def _print_human(report: dict[str, Any]) -> None:
     facts = report["facts"]
-    print(f"labgpu-agent {report['agent_version']}  host {report['hostname']}  "
-          f"profile {report['profile']}  ({report['mode']})")
+    print(
+        f"labgpu-agent {report['agent_version']}  host {report['hostname']}  "
+        f"profile {report['profile']}  ({report['mode']})"
+    )
     for gpu in facts.get("gpus", []):
-        print(f"  GPU {gpu.get('index')}: {gpu.get('model', '?')}  "
-              f"{gpu.get('gfx_target') or gpu.get('compute_capability') or ''}  "
-              f"{(gpu.get('vram_total_mib') or 0) / 1024:.0f} GiB  "
-              f"{gpu.get('temperature_hotspot_c', '?')} °C  "
-              f"PCIe Gen{gpu.get('pcie_gen', '?')} x{gpu.get('pcie_width', '?')}")
+        print(
+            f"  GPU {gpu.get('index')}: {gpu.get('model', '?')}  "
+            f"{gpu.get('gfx_target') or gpu.get('compute_capability') or ''}  "
+            f"{(gpu.get('vram_total_mib') or 0) / 1024:.0f} GiB  "
+            f"{gpu.get('temperature_hotspot_c', '?')} °C  "
+            f"PCIe Gen{gpu.get('pcie_gen', '?')} x{gpu.get('pcie_width', '?')}"
+        )
     for result in report["smoke"]:
         value = f"{result['value']} {result['unit']}" if result["value"] is not None else ""
-        print(f"  smoke {result['name']} {result['metric']}: {result['status']} {value}"
-              + (f"  (baseline {result['baseline']:.4g})" if result["baseline"] else "")
-              + (f"  — {result['reason']}" if result.get("reason") else ""))
+        print(
+            f"  smoke {result['name']} {result['metric']}: {result['status']} {value}"
+            + (f"  (baseline {result['baseline']:.4g})" if result["baseline"] else "")
+            + (f"  — {result['reason']}" if result.get("reason") else "")
+        )
     for finding in report["findings"]:
         print(f"[{finding['severity'].upper():4}] {finding['id']}: {finding['message']}")
         if finding["severity"] != "info" and finding["remediation"]:
@@ -121,9 +132,11 @@ def _fixture(name: str | None) -> FixtureProfile | None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     report = assemble_report(
-        profile_name=args.profile, fixture=_fixture(args.fixture_profile),
-        smoke_names=_smoke_list(args.smoke) if args.smoke else (
-            list(SMOKE_NAMES) if args.fixture_profile else []),
+        profile_name=args.profile,
+        fixture=_fixture(args.fixture_profile),
+        smoke_names=_smoke_list(args.smoke)
+        if args.smoke
+        else (list(SMOKE_NAMES) if args.fixture_profile else []),
     )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -145,8 +158,20 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 def cmd_smoke(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
-    for key in ("steps", "batch", "guidance", "resolution", "weights", "iters", "warmup",
-                "size", "size_gib", "new_tokens", "prompt_tokens", "dtype"):
+    for key in (
+        "steps",
+        "batch",
+        "guidance",
+        "resolution",
+        "weights",
+        "iters",
+        "warmup",
+        "size",
+        "size_gib",
+        "new_tokens",
+        "prompt_tokens",
+        "dtype",
+    ):
         value = getattr(args, key, None)
         if value is not None:
             options[key] = value
@@ -154,15 +179,24 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     results = run_smoke(args.name, profile.baselines if profile else {}, **options)
     findings = check_smoke(results, profile) if profile else []
     if args.json:
-        print(json.dumps({"smoke": [r.to_dict() for r in results],
-                          "findings": [f.to_dict() for f in findings],
-                          "verdict": verdict_of(findings)}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "smoke": [r.to_dict() for r in results],
+                    "findings": [f.to_dict() for f in findings],
+                    "verdict": verdict_of(findings),
+                },
+                indent=2,
+            )
+        )
     else:
         for r in results:
             value = f"{r.value} {r.unit}" if r.value is not None else ""
-            print(f"{r.name} {r.metric}: {r.status} {value} in {r.duration_s}s"
-                  + (f" (baseline {r.baseline:.4g})" if r.baseline else "")
-                  + (f" — {r.reason}" if r.reason else ""))
+            print(
+                f"{r.name} {r.metric}: {r.status} {value} in {r.duration_s}s"
+                + (f" (baseline {r.baseline:.4g})" if r.baseline else "")
+                + (f" — {r.reason}" if r.reason else "")
+            )
         for f in findings:
             print(f"[{f.severity.upper()}] {f.id}: {f.message}")
     return 1 if any(r.status == "failed" for r in results) else 0
@@ -175,12 +209,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     smoke = _smoke_list(args.smoke) if args.smoke is not None else list(SMOKE_NAMES)
 
     def make_report(api_profile: str | None) -> dict[str, Any]:
-        return assemble_report(profile_name=args.profile or api_profile, fixture=fixture,
-                               smoke_names=smoke)
+        return assemble_report(
+            profile_name=args.profile or api_profile, fixture=fixture, smoke_names=smoke
+        )
 
     try:
-        return run_agent(AgentClient(args.api), bootstrap_token=args.token,
-                         make_report=make_report, max_heartbeats=args.max_heartbeats)
+        return run_agent(
+            AgentClient(args.api),
+            bootstrap_token=args.token,
+            make_report=make_report,
+            max_heartbeats=args.max_heartbeats,
+        )
     except ApiError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -239,8 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         code: int = args.func(args)
     except (UnknownProfile, UnknownFixtureProfile) as exc:

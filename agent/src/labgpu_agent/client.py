@@ -46,10 +46,10 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:
             try:
-                return min(float(retry_after), self.max_delay_s)
+                return float(min(float(retry_after), self.max_delay_s))
             except ValueError:
                 pass  # an HTTP date; fall back to our own backoff
-        return min(self.base_delay_s * 2**attempt, self.max_delay_s)
+        return float(min(self.base_delay_s * 2**attempt, self.max_delay_s))
 
 
 class AgentClient:
@@ -89,7 +89,9 @@ class AgentClient:
                 delay = self.retry.delay(attempt, retry_after)
                 log.warning("POST %s failed (%s); retrying in %.1fs", path, last_error, delay)
                 self.sleep(delay)
-        raise ApiError(f"POST {path}: giving up after {self.retry.max_attempts} attempts: {last_error}")
+        raise ApiError(
+            f"POST {path}: giving up after {self.retry.max_attempts} attempts: {last_error}"
+        )
 
     def bootstrap(self, token: str) -> Bootstrap:
         data = self._post(BOOTSTRAP_PATH, token, {}, ok=(200, 201)).json()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from labgpu_agent.facts import Facts, merge
-from labgpu_agent.parsers import PARSERS, ParseError
+from labgpu_agent.parsers import ParseError, parse
 from labgpu_agent.parsers.nvidia_smi import QUERY_FIELDS
 from labgpu_agent.parsers.system import WATCHED_ENV, parse_devices, parse_id
 from labgpu_agent.smoke.base import SmokeResult
@@ -46,9 +46,19 @@ SOURCES: dict[str, Source] = {
     "amd-smi-list": Source("amd-smi-list", "amd", ("amd-smi", "list", "--json")),
     "amd-smi-version": Source("amd-smi-version", "amd", ("amd-smi", "version")),
     "rocm-smi": Source(
-        "rocm-smi", "amd",
-        ("rocm-smi", "--showproductname", "--showtemp", "--showpower", "--showmaxpower",
-         "--showuse", "--showmeminfo", "vram", "--json"),
+        "rocm-smi",
+        "amd",
+        (
+            "rocm-smi",
+            "--showproductname",
+            "--showtemp",
+            "--showpower",
+            "--showmaxpower",
+            "--showuse",
+            "--showmeminfo",
+            "vram",
+            "--json",
+        ),
     ),
     "rocminfo": Source("rocminfo", "amd", ("rocminfo",)),
     "rocm-version": Source("rocm-version", "amd", path="/opt/rocm/.info/version"),
@@ -97,16 +107,15 @@ def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
             continue
         try:
             if name == "devices":
-                uid, groups = parse_id(outputs["id"].text or "") if "id" in outputs else (None, None)
+                uid, groups = (
+                    parse_id(outputs["id"].text or "") if "id" in outputs else (None, None)
+                )
                 part = parse_devices(raw.text, groups=groups, uid=uid)
             else:
-                part = PARSERS[source.parser](raw.text)
-        except ParseError as exc:
-            status[name] = f"error: {exc}"
-            continue
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            # A tool that failed prints an error message, not its format.
-            status[name] = f"error: exit {raw.exit_code}: {raw.text.strip()[:200] or exc}"
+                part = parse(source.parser, raw.text)
+        except ParseError:
+            first_line = raw.text.strip().splitlines()[0][:200] if raw.text.strip() else "no output"
+            status[name] = f"error: exit {raw.exit_code}: {first_line}"
             continue
         status[name] = "ok" if raw.exit_code == 0 else f"exit {raw.exit_code}"
         parts.append(part)
@@ -120,8 +129,12 @@ def _run(command: tuple[str, ...]) -> RawOutput:
         return RawOutput(text=None)
     try:
         done = subprocess.run(
-            command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
-            env={**os.environ, "LC_ALL": "C"}, check=False,
+            command,
+            capture_output=True,
+            text=True,
+            timeout=TOOL_TIMEOUT_S,
+            env={**os.environ, "LC_ALL": "C"},
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return RawOutput(text=None, error=str(exc))
@@ -165,9 +178,10 @@ def collect_live(vendor: str | None = None) -> dict[str, RawOutput]:
 
 def _vendor_present(vendor: str) -> bool:
     if vendor == "amd":
-        return any(shutil.which(t) for t in ("amd-smi", "rocm-smi", "rocminfo")) or Path(
-            "/sys/module/amdgpu"
-        ).exists()
+        return (
+            any(shutil.which(t) for t in ("amd-smi", "rocm-smi", "rocminfo"))
+            or Path("/sys/module/amdgpu").exists()
+        )
     return shutil.which("nvidia-smi") is not None or Path("/sys/module/nvidia").exists()
 
 
@@ -176,7 +190,9 @@ def _profiles_root() -> Traversable:
 
 
 def fixture_profile_names() -> list[str]:
-    return sorted(p.name for p in _profiles_root().iterdir() if p.joinpath("profile.json").is_file())
+    return sorted(
+        p.name for p in _profiles_root().iterdir() if p.joinpath("profile.json").is_file()
+    )
 
 
 class UnknownFixtureProfile(KeyError):

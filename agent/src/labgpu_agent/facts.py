@@ -106,7 +106,8 @@ class Facts:
     sources: dict[str, str] = field(default_factory=dict)  # source → ok | missing | error: …
 
     def to_dict(self) -> dict[str, Any]:
-        return _prune(asdict(self))
+        pruned: dict[str, Any] = _prune(asdict(self))
+        return pruned
 
 
 def _prune(value: Any) -> Any:

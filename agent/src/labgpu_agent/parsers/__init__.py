@@ -6,6 +6,7 @@ profiles and by the collector to those functions.
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
 from labgpu_agent.facts import Facts
@@ -71,6 +72,6 @@ def parse(tool: str, text: str) -> Facts:
         raise ParseError(f"unknown tool {tool!r}; known: {', '.join(sorted(PARSERS))}") from None
     try:
         return parser(text)
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        # ElementTree's ParseError and json's JSONDecodeError are ValueError subclasses.
+    except (ValueError, KeyError, IndexError, TypeError, ET.ParseError) as exc:
+        # A tool that failed prints an error message instead of its format.
         raise ParseError(f"{tool}: cannot parse output: {exc}") from exc

@@ -27,7 +27,9 @@ def is_missing(value: Any) -> bool:
         return True
     if isinstance(value, str):
         low = value.strip().lower()
-        return low in _MISSING or low.startswith("[requested functionality") or "not_supported" in low
+        return (
+            low in _MISSING or low.startswith("[requested functionality") or "not_supported" in low
+        )
     return False
 
 

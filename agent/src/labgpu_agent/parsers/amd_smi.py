@@ -24,7 +24,7 @@ from labgpu_agent.parsers._text import (
 
 
 def parse_amd_smi(text: str) -> Facts:
-    """`amd-smi static|metric|list [--json]` (any subset of blocks, several commands in one file)."""
+    """`amd-smi static|metric|list [--json]`: any subset of blocks, even several commands."""
     body = strip_annotations(text).strip()
     devices = _json_devices(body) if body[:1] in "[{" else _text_devices(body)
     facts = Facts(gpus=[_gpu_from_tree(dev) for dev in devices])
@@ -125,7 +125,7 @@ def _mib(value: Any) -> float | None:
     number = to_float(value)
     if number is None:
         return None
-    unit = (value.get("unit") if isinstance(value, dict) else str(value)).upper()
+    unit = str(value.get("unit") if isinstance(value, dict) else value).upper()
     if "GB" in unit:
         return number * 1024
     if unit.endswith(" B") or unit == "B":

@@ -7,8 +7,13 @@ import re
 from labgpu_agent.facts import Diagnostic, Facts
 from labgpu_agent.parsers._text import strip_annotations
 
-_RVS_RESULT = re.compile(r"^\|\s*(?P<action>\S+)\s*\|\s*(?P<module>\w+)\s*\|\s*(?P<result>\w+)\s*\|$")
-_RVS_MET = re.compile(r"\[(?P<action>[^\]]+)\] \[GPU:: (?P<gpu>\d+)\] GFLOPS (?P<gflops>\d+) Target GFLOPS: \S+ met: (?P<met>\w+)")
+_RVS_RESULT = re.compile(
+    r"^\|\s*(?P<action>\S+)\s*\|\s*(?P<module>\w+)\s*\|\s*(?P<result>\w+)\s*\|$"
+)
+_RVS_MET = re.compile(
+    r"\[(?P<action>[^\]]+)\] \[GPU:: (?P<gpu>\d+)\] GFLOPS (?P<gflops>\d+)"
+    r" Target GFLOPS: \S+ met: (?P<met>\w+)"
+)
 _RVS_GPUS = re.compile(r"^\|\s*GPUs\s*\|\s*(?P<count>\d+)\s*\|", re.MULTILINE)
 _RVS_VERSION = re.compile(r"^\|\s*ROCm version\s*\|\s*(?P<v>\S+)\s*\|", re.MULTILINE)
 

@@ -12,8 +12,12 @@ import re
 from labgpu_agent.facts import Facts, PcieLink, normalise_bdf
 from labgpu_agent.parsers._text import strip_annotations
 
-_HEADER = re.compile(r"^(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+(?P<desc>.+)$")
-_LINK = re.compile(r"Speed\s+(?P<speed>[\d.]+)GT/s(?P<sa>\s*\([^)]*\))?,\s*Width\s+x(?P<width>\d+)(?P<wa>\s*\([^)]*\))?")
+_HEADER = re.compile(
+    r"^(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+(?P<desc>.+)$"
+)
+_LINK = re.compile(
+    r"Speed\s+(?P<speed>[\d.]+)GT/s(?P<sa>\s*\([^)]*\))?,\s*Width\s+x(?P<width>\d+)(?P<wa>\s*\([^)]*\))?"
+)
 _SPEED_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
 
@@ -23,10 +27,14 @@ def parse_lspci(text: str) -> Facts:
     for raw in strip_annotations(text).splitlines():
         line = raw.strip()
         if (header := _HEADER.match(raw)) is not None:
-            current = PcieLink(bdf=normalise_bdf(header.group("bdf")), description=header.group("desc"))
+            current = PcieLink(
+                bdf=normalise_bdf(header.group("bdf")), description=header.group("desc")
+            )
             links.append(current)
             continue
-        repeated = (line.startswith("LnkSta:") and current is not None and current.speed_gts is not None) or (
+        repeated = (
+            line.startswith("LnkSta:") and current is not None and current.speed_gts is not None
+        ) or (
             line.startswith("DevSta:") and current is not None and current.fatal_error is not None
         )
         if current is None or repeated:

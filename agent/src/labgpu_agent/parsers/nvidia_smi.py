@@ -86,7 +86,10 @@ def parse_nvidia_smi_csv(text: str) -> Facts:
             throttle_reasons=[
                 name
                 for key, name in _THROTTLE.items()
-                if (row.get(f"clocks_event_reasons.{key}") or row.get(f"clocks_throttle_reasons.{key}"))
+                if (
+                    row.get(f"clocks_event_reasons.{key}")
+                    or row.get(f"clocks_throttle_reasons.{key}")
+                )
                 == "Active"
             ],
         )
@@ -122,7 +125,9 @@ def parse_nvidia_smi_xml(text: str) -> Facts:
         product = _text(gpu_el, "product_name")
         virt = _text(gpu_el, "gpu_virtualization_mode/virtualization_mode")
         gpu = GpuFacts(
-            index=to_int(_text(gpu_el, "minor_number")) if _text(gpu_el, "minor_number") else position,
+            index=to_int(_text(gpu_el, "minor_number"))
+            if _text(gpu_el, "minor_number")
+            else position,
             vendor="nvidia",
             model=product,
             uuid=_text(gpu_el, "uuid"),
@@ -137,17 +142,26 @@ def parse_nvidia_smi_xml(text: str) -> Facts:
             temperature_hotspot_c=to_float(_text(gpu_el, "temperature/gpu_temp")),
             temperature_memory_c=to_float(_text(gpu_el, "temperature/memory_temp")),
             power_draw_w=to_float(
-                _first(gpu_el, "gpu_power_readings/average_power_draw",
-                       "gpu_power_readings/power_draw", "power_readings/power_draw")
+                _first(
+                    gpu_el,
+                    "gpu_power_readings/average_power_draw",
+                    "gpu_power_readings/power_draw",
+                    "power_readings/power_draw",
+                )
             ),
             power_cap_w=to_float(
-                _first(gpu_el, "gpu_power_readings/current_power_limit",
-                       "gpu_power_readings/enforced_power_limit",
-                       "power_readings/enforced_power_limit", "power_readings/power_limit")
+                _first(
+                    gpu_el,
+                    "gpu_power_readings/current_power_limit",
+                    "gpu_power_readings/enforced_power_limit",
+                    "power_readings/enforced_power_limit",
+                    "power_readings/power_limit",
+                )
             ),
             power_max_cap_w=to_float(
-                _first(gpu_el, "gpu_power_readings/max_power_limit",
-                       "power_readings/max_power_limit")
+                _first(
+                    gpu_el, "gpu_power_readings/max_power_limit", "power_readings/max_power_limit"
+                )
             ),
             ecc_correctable=_sum_known(
                 _text(gpu_el, "ecc_errors/volatile/sram_correctable"),
@@ -215,7 +229,7 @@ def parse_nvidia_smi_q(text: str) -> Facts:
         power = _get(block, "GPU Power Readings") or _get(block, "Power Readings")
         remap, retired = _get(block, "Remapped Rows"), _get(block, "Retired Pages")
         reasons = _get(block, "Clocks Event Reasons") or _get(block, "Clocks Throttle Reasons")
-        hw = reasons.get("HW Slowdown") if isinstance(reasons.get("HW Slowdown"), dict) else {}
+        hw = _get(reasons, "HW Slowdown")
         facts.gpus.append(
             GpuFacts(
                 index=to_int(block.get("Minor Number")) if "Minor Number" in block else position,

@@ -45,9 +45,7 @@ def parse_rocm_smi(text: str) -> Facts:
                 temperature_hotspot_c=to_float(card.get("Temperature (Sensor junction) (C)")),
                 temperature_memory_c=to_float(card.get("Temperature (Sensor memory) (C)")),
                 power_cap_w=to_float(card.get("Max Graphics Package Power (W)")),
-                power_draw_w=next(
-                    (to_float(card[k]) for k in _POWER_DRAW_KEYS if k in card), None
-                ),
+                power_draw_w=next((to_float(card[k]) for k in _POWER_DRAW_KEYS if k in card), None),
                 utilisation_pct=to_float(card.get("GPU use (%)")),
                 vram_total_mib=vram_total / 2**20 if vram_total is not None else None,
                 vram_used_mib=vram_used / 2**20 if vram_used is not None else None,

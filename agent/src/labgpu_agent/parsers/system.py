@@ -52,7 +52,9 @@ def parse_proc_modules(text: str) -> Facts:
 def parse_dmesg(text: str) -> Facts:
     return Facts(
         kernel_log_errors=[
-            line.strip() for line in strip_annotations(text).splitlines() if _KERNEL_LOG.search(line)
+            line.strip()
+            for line in strip_annotations(text).splitlines()
+            if _KERNEL_LOG.search(line)
         ]
     )
 
@@ -98,7 +100,9 @@ def parse_devices(text: str, groups: set[str] | None = None, uid: int | None = N
             or mode[7:9] == "rw"
             or (mode[4:6] == "rw" and groups is not None and group in groups)
         )
-        nodes.append(DeviceNode(path=path, exists=True, accessible=accessible, mode=mode, group=group))
+        nodes.append(
+            DeviceNode(path=path, exists=True, accessible=accessible, mode=mode, group=group)
+        )
     return Facts(device_nodes=nodes)
 
 

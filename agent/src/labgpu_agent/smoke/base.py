@@ -57,7 +57,8 @@ def load_torch() -> ModuleType:
         ) from exc
     if not torch.cuda.is_available():
         raise SmokeSkipped("PyTorch sees no GPU (torch.cuda.is_available() is False)")
-    return torch
+    module: ModuleType = torch
+    return module
 
 
 def import_optional(name: str) -> ModuleType:
@@ -105,7 +106,8 @@ def time_events(torch: ModuleType, fn: Callable[[], Any], *, warmup: int, iters:
         fn()
         end.record()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)) / 1000
+    millis = [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True)]
+    return statistics.median(millis) / 1000
 
 
 def guarded(name: str, metric: str, unit: str, run: Callable[[], SmokeResult]) -> SmokeResult:

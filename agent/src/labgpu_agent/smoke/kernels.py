@@ -22,7 +22,9 @@ def run_matmul(
         a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16, generator=gen)
         b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16, generator=gen)
         out = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
-        seconds = time_events(torch, lambda: torch.matmul(a, b, out=out), warmup=warmup, iters=iters)
+        seconds = time_events(
+            torch, lambda: torch.matmul(a, b, out=out), warmup=warmup, iters=iters
+        )
         tflops = 2 * size**3 / seconds / 1e12
         # Check a corner against a float32 product of the same inputs: bf16 lands well under 2 %.
         ref = a[:256].float() @ b[:, :256].float()
@@ -30,8 +32,12 @@ def run_matmul(
         if not torch.isfinite(out).all().item() or rel > 2e-2:
             raise SmokeFailed(f"matmul output wrong: relative error {rel:.2e} or non-finite")
         return SmokeResult(
-            name="matmul", status="passed", metric="bf16_tflops", value=round(tflops, 1),
-            unit="TFLOP/s", baseline=baseline,
+            name="matmul",
+            status="passed",
+            metric="bf16_tflops",
+            value=round(tflops, 1),
+            unit="TFLOP/s",
+            baseline=baseline,
             params={"size": size, "iters": iters, "warmup": warmup, "dtype": "bfloat16"},
             extra={"median_ms": round(seconds * 1000, 3), "relative_error": rel},
             environment=torch_environment(torch),
@@ -54,8 +60,12 @@ def run_bandwidth(
         if not torch.equal(dst[-(1 << 20) :], src[-(1 << 20) :]) or not torch.isfinite(dst).all():
             raise SmokeFailed("device copy produced different or non-finite data")
         return SmokeResult(
-            name="bandwidth", status="passed", metric="copy_gb_per_s", value=round(gbps, 1),
-            unit="GB/s", baseline=baseline,
+            name="bandwidth",
+            status="passed",
+            metric="copy_gb_per_s",
+            value=round(gbps, 1),
+            unit="GB/s",
+            baseline=baseline,
             params={"size_gib": size_gib, "iters": iters, "warmup": warmup},
             extra={"median_ms": round(seconds * 1000, 3), "bytes_moved_per_iter": moved},
             environment=torch_environment(torch),

@@ -62,8 +62,12 @@ def decode_inputs(torch: ModuleType, batch: int, prompt_tokens: int, vocab: int)
 
 def generate_kwargs(new_tokens: int) -> dict[str, Any]:
     # min_new_tokens keeps random weights from stopping early at an end-of-text token.
-    return {"max_new_tokens": new_tokens, "min_new_tokens": new_tokens, "do_sample": False,
-            "pad_token_id": 0}
+    return {
+        "max_new_tokens": new_tokens,
+        "min_new_tokens": new_tokens,
+        "do_sample": False,
+        "pad_token_id": 0,
+    }
 
 
 def run_llm(
@@ -83,15 +87,21 @@ def run_llm(
         metric = f"tokens_per_s_batch{size}"
         baseline = (baselines or {}).get(f"llm:{metric}")
 
-        def run(size: int = size, metric: str = metric, baseline: float | None = baseline) -> SmokeResult:
+        def run(
+            size: int = size, metric: str = metric, baseline: float | None = baseline
+        ) -> SmokeResult:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             torch = load_torch()
             transformers = import_optional("transformers")
             if "model" not in state:
                 if weights:
-                    state["model"] = transformers.AutoModelForCausalLM.from_pretrained(
-                        weights, dtype=torch.bfloat16, local_files_only=True
-                    ).to("cuda").eval()
+                    state["model"] = (
+                        transformers.AutoModelForCausalLM.from_pretrained(
+                            weights, dtype=torch.bfloat16, local_files_only=True
+                        )
+                        .to("cuda")
+                        .eval()
+                    )
                 else:
                     state["model"] = build_synthetic_llama(torch, torch.bfloat16)
             model = state["model"]
@@ -112,13 +122,25 @@ def run_llm(
                 raise SmokeFailed("Llama logits are not finite")
             seconds = statistics.median(times)
             return SmokeResult(
-                name="llm", status="passed", metric=metric,
-                value=round(size * new_tokens / seconds, 2), unit="tokens/s", baseline=baseline,
-                params={"batch": size, "new_tokens": new_tokens, "prompt_tokens": prompt_tokens,
-                        "weights": weights or "synthetic", "dtype": "bfloat16",
-                        "warmup": warmup, "iters": iters},
-                extra={"seconds_per_generate": round(seconds, 4),
-                       "seconds_all": [round(t, 4) for t in times]},
+                name="llm",
+                status="passed",
+                metric=metric,
+                value=round(size * new_tokens / seconds, 2),
+                unit="tokens/s",
+                baseline=baseline,
+                params={
+                    "batch": size,
+                    "new_tokens": new_tokens,
+                    "prompt_tokens": prompt_tokens,
+                    "weights": weights or "synthetic",
+                    "dtype": "bfloat16",
+                    "warmup": warmup,
+                    "iters": iters,
+                },
+                extra={
+                    "seconds_per_generate": round(seconds, 4),
+                    "seconds_all": [round(t, 4) for t in times],
+                },
                 environment={**torch_environment(torch), "transformers": transformers.__version__},
             )
 

@@ -149,8 +149,12 @@ def run_sdxl(
 
         def generate() -> None:
             out = pipe(
-                **inputs, num_inference_steps=steps, guidance_scale=guidance,
-                height=resolution, width=resolution, output_type="pt",
+                **inputs,
+                num_inference_steps=steps,
+                guidance_scale=guidance,
+                height=resolution,
+                width=resolution,
+                output_type="pt",
             )
             images[:] = [out.images]
 
@@ -163,13 +167,27 @@ def run_sdxl(
             raise SmokeFailed("SDXL produced non-finite pixels")
         seconds = statistics.median(times)
         return SmokeResult(
-            name="sdxl", status="passed", metric="images_per_s",
-            value=round(batch / seconds, 4), unit="images/s", baseline=baseline,
-            params={"steps": steps, "batch": batch, "guidance": guidance,
-                    "resolution": resolution, "dtype": dtype, "weights": weights or "synthetic",
-                    "warmup": warmup, "iters": iters},
-            extra={"seconds_per_batch": round(seconds, 4),
-                   "seconds_all": [round(t, 4) for t in times], "output_shape": shape},
+            name="sdxl",
+            status="passed",
+            metric="images_per_s",
+            value=round(batch / seconds, 4),
+            unit="images/s",
+            baseline=baseline,
+            params={
+                "steps": steps,
+                "batch": batch,
+                "guidance": guidance,
+                "resolution": resolution,
+                "dtype": dtype,
+                "weights": weights or "synthetic",
+                "warmup": warmup,
+                "iters": iters,
+            },
+            extra={
+                "seconds_per_batch": round(seconds, 4),
+                "seconds_all": [round(t, 4) for t in times],
+                "output_shape": shape,
+            },
             environment={**torch_environment(torch), "diffusers": diffusers.__version__},
         )
 

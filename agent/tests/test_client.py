@@ -1,0 +1,143 @@
+"""`labgpu-agent run` against a stub API on 127.0.0.1: the protocol in agent/README.md."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from labgpu_agent.cli import main
+from labgpu_agent.client import AgentClient, ApiError, RetryPolicy, run_agent
+from labgpu_agent.report import validate_report
+
+BOOT = {"node": 7, "heartbeat_token": "hb-secret", "profile": "h200", "heartbeat_interval_s": 0}
+
+
+class StubApi:
+    """Answers each path from a script of (status, body, headers); records what it received."""
+
+    def __init__(self) -> None:
+        self.script: dict[str, list[tuple[int, Any, dict[str, str]]]] = {}
+        self.received: list[tuple[str, str, Any]] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"null")
+                stub.received.append((self.path, self.headers.get("Authorization", ""), body))
+                queue = stub.script.get(self.path, [])
+                status, reply, headers = queue.pop(0) if len(queue) > 1 else queue[0]
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                for key, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def on(self, path: str, *replies: tuple[int, Any] | tuple[int, Any, dict[str, str]]) -> None:
+        self.script[f"/api/v1/agent/{path}/"] = [
+            (r[0], r[1], r[2] if len(r) > 2 else {}) for r in replies
+        ]
+
+    def paths(self) -> list[str]:
+        return [p.split("/")[-2] for p, _, _ in self.received]
+
+
+@pytest.fixture
+def api() -> Iterator[StubApi]:
+    stub = StubApi()
+    thread = threading.Thread(target=stub.server.serve_forever, daemon=True)
+    thread.start()
+    yield stub
+    stub.server.shutdown()
+    stub.server.server_close()
+
+
+def client(api: StubApi, sleeps: list[float] | None = None) -> AgentClient:
+    log = sleeps if sleeps is not None else []
+    return AgentClient(
+        api.url, retry=RetryPolicy(max_attempts=4, base_delay_s=0.5), sleep=log.append
+    )
+
+
+def test_run_bootstraps_reports_then_heartbeats_until_told_to_stop(api, capsys):
+    api.on("bootstrap", (200, BOOT))
+    api.on("reports", (201, {"id": 1}))
+    api.on(
+        "heartbeat",
+        (200, {"action": "continue"}),
+        (200, {"action": "continue"}),
+        (200, {"action": "stop"}),
+    )
+    code = main(
+        ["run", "--api", api.url, "--token", "boot-once", "--fixture-profile", "healthy-h200"]
+    )
+    assert code == 0
+    assert api.paths() == ["bootstrap", "reports", "heartbeat", "heartbeat", "heartbeat"]
+    (_, boot_auth, _), (_, report_auth, report), *beats = api.received
+    assert boot_auth == "Bearer boot-once" and report_auth == "Bearer hb-secret"
+    validate_report(report)
+    assert report["profile"] == "h200" and report["verdict"] == "pass"
+    assert all(body == {"status": "alive"} for _, _, body in beats)
+
+
+def test_heartbeat_401_or_410_means_the_booking_ended(api):
+    for status in (401, 410):
+        api.received.clear()
+        api.on("bootstrap", (200, BOOT))
+        api.on("reports", (201, {}))
+        api.on("heartbeat", (status, {"message": "gone"}))
+        assert run_agent(client(api), bootstrap_token="t", make_report=lambda _p: {}) == 0
+        assert api.paths() == ["bootstrap", "reports", "heartbeat"]
+
+
+def test_transient_errors_are_retried_with_backoff_and_retry_after(api):
+    sleeps: list[float] = []
+    api.on("bootstrap", (503, {}), (429, {}, {"Retry-After": "7"}), (200, BOOT))
+    api.on("reports", (502, {}), (201, {}))
+    api.on("heartbeat", (200, {"action": "stop"}))
+    assert run_agent(client(api, sleeps), bootstrap_token="t", make_report=lambda _p: {}) == 0
+    # 0.5 s then Retry-After's 7 s for bootstrap; 0.5 s for the report; 0 s heartbeat interval.
+    assert sleeps == [0.5, 7.0, 0.5, 0.0]
+    assert api.paths() == ["bootstrap"] * 3 + ["reports"] * 2 + ["heartbeat"]
+
+
+def test_retries_are_bounded(api):
+    sleeps: list[float] = []
+    api.on("bootstrap", (500, {}))
+    with pytest.raises(ApiError, match="giving up after 4 attempts"):
+        client(api, sleeps).bootstrap("t")
+    assert sleeps == [0.5, 1.0, 2.0]
+
+
+def test_a_used_bootstrap_token_is_not_retried(api, capsys):
+    api.on("bootstrap", (401, {"message": "token already used"}))
+    assert (
+        main(["run", "--api", api.url, "--token", "used", "--fixture-profile", "healthy-h200"]) == 1
+    )
+    assert api.paths() == ["bootstrap"]
+    assert "401" in capsys.readouterr().err
+
+
+def test_connection_refused_is_transient_then_gives_up():
+    sleeps: list[float] = []
+    dead = AgentClient(
+        "http://127.0.0.1:9",
+        retry=RetryPolicy(max_attempts=3, base_delay_s=0.1),
+        sleep=sleeps.append,
+    )
+    with pytest.raises(ApiError, match="ConnectError"):
+        dead.heartbeat("t")
+    assert sleeps == [0.1, 0.2]

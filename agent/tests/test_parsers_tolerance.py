@@ -1,0 +1,144 @@
+"""Parsers tolerate what real nodes print: N/A fields, partitions, trimmed and failed output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labgpu_agent.collect import RawOutput, facts_from_outputs
+from labgpu_agent.parsers import ParseError, parse
+from tests.conftest import LOCAL_FIXTURES
+
+# `amd-smi list` on an MI300X in CPX mode: one device, eight logical GPUs of 38 CUs each.
+CPX_LIST = "\n".join(
+    f"GPU: {i}\n    BDF: 0000:0{5 + i // 8}:00.{i % 8}\n    UUID: N/A\n    PARTITION_ID: {i}\n"
+    for i in range(8)
+)
+
+
+def test_partitioned_gpu_lists_one_logical_gpu_per_partition():
+    static = json.dumps(
+        [
+            {
+                "gpu": i,
+                "asic": {
+                    "market_name": "AMD Instinct MI300X",
+                    "num_compute_units": 38,
+                    "target_graphics_version": "gfx942",
+                },
+                "partition": {"compute_partition": "CPX", "memory_partition": "NPS1"},
+            }
+            for i in range(8)
+        ]
+    )
+    facts = facts_from_outputs(
+        {"amd-smi-static": RawOutput(static), "amd-smi-list": RawOutput(CPX_LIST)}
+    )
+    assert len(facts.gpus) == 8
+    assert {g.compute_partition for g in facts.gpus} == {"CPX"}
+    assert {g.compute_units for g in facts.gpus} == {38}
+    assert facts.gpus[7].bdf == "0000:05:00.7"
+
+
+def test_amd_smi_rocm6_list_shape_without_gpu_data_wrapper():
+    text = json.dumps(
+        [
+            {
+                "gpu": 0,
+                "temperature": {"hotspot": 51, "edge": "N/A"},
+                "power": {"socket_power": "N/A"},
+            }
+        ]
+    )
+    (gpu,) = parse("amd-smi-metric", text).gpus
+    assert gpu.temperature_hotspot_c == 51 and gpu.temperature_edge_c is None
+    assert gpu.power_draw_w is None
+
+
+def test_amd_smi_monitor_table():
+    text = (
+        "GPU  POWER   GPU_T   MEM_T   GFX_CLK   GFX%   MEM%   ENC%   DEC%      VRAM_USAGE\n"
+        "  0  171 W   42 °C   34 °C   132 MHz    0 %    0 %    0 %    0 %    0.3/192.0 GB\n"
+    )
+    (gpu,) = parse("amd-smi-monitor", text).gpus
+    assert (gpu.power_draw_w, gpu.temperature_hotspot_c, gpu.temperature_memory_c) == (171, 42, 34)
+    assert gpu.vram_total_mib == 192 * 1024
+
+
+def test_rocminfo_without_the_kernel_driver():
+    facts = parse("rocminfo", "ROCk module is NOT loaded, possibly no GPU devices\n")
+    assert facts.gpus == [] and facts.driver_loaded is False
+
+
+def test_a_failed_tool_is_recorded_as_an_error_not_a_crash():
+    facts = facts_from_outputs(
+        {
+            "amd-smi-static": RawOutput("ERROR: Unable to detect any GPU devices", exit_code=255),
+            "nvidia-smi-xml": RawOutput(
+                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+                exit_code=9,
+            ),
+            "rocminfo": RawOutput(None),
+        }
+    )
+    assert facts.gpus == []
+    assert facts.sources["rocminfo"] == "missing"
+    assert facts.sources["nvidia-smi-xml"].startswith("error:")
+    assert facts.sources["amd-smi-static"] == "exit 255"
+
+
+def test_unknown_tool_name_is_a_parse_error():
+    with pytest.raises(ParseError, match="unknown tool"):
+        parse("gpu-z", "")
+
+
+def test_older_nvidia_driver_spells_throttle_reasons_the_old_way():
+    text = (
+        "index, name, clocks_throttle_reasons.hw_thermal_slowdown, temperature.gpu\n"
+        "0, NVIDIA A100-SXM4-80GB, Active, 88\n"
+    )
+    (gpu,) = parse("nvidia-smi-csv", text).gpus
+    assert gpu.throttle_reasons == ["hw_thermal_slowdown"] and gpu.temperature_hotspot_c == 88
+
+
+def test_nvidia_smi_q_text_recorded_on_the_h200():
+    text = (LOCAL_FIXTURES / "h200" / "captures" / "nvidia-smi-q.txt").read_text()
+    (gpu,) = parse("nvidia-smi-q", text).gpus
+    assert gpu.model == "NVIDIA H200" and (gpu.pcie_gen, gpu.pcie_width) == (5, 16)
+    assert gpu.vram_total_mib == 143771 and gpu.power_cap_w == 700
+
+
+def test_the_agent_query_csv_recorded_on_the_h200_reports_compute_capability():
+    text = (LOCAL_FIXTURES / "h200" / "captures" / "nvidia-smi-query.csv").read_text()
+    (gpu,) = parse("nvidia-smi-csv", text).gpus
+    assert gpu.compute_capability == "9.0" and gpu.pending_retired_pages == 0
+    assert gpu.retired_pages == 0  # retired_pages.* are [N/A] on Hopper; remapped rows count
+
+
+def test_lspci_with_pciutils_311_annotations_and_a_fatal_error():
+    text = (
+        "c1:00.0 Processing accelerators: Advanced Micro Devices, Inc. [AMD/ATI] Device 74a1\n"
+        "\t\tDevSta:\tCorrErr+ NonFatalErr- FatalErr+ UnsupReq- AuxPwr- TransPend-\n"
+        "\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16, ASPM not supported\n"
+        "\t\tLnkSta:\tSpeed 16GT/s (downgraded), Width x8 (downgraded)\n"
+        "\tKernel driver in use: amdgpu\n"
+    )
+    (link,) = parse("lspci", text).pcie_links
+    assert (link.bdf, link.gen, link.width, link.max_width) == ("0000:c1:00.0", 4, 8, 16)
+    assert link.downgraded is True and link.fatal_error is True
+    assert link.kernel_driver == "amdgpu"
+
+
+def test_device_nodes_need_group_membership_unless_world_writable():
+    listing = (
+        "crw-rw---- 1 root render 235, 0 Nov 29 20:14 /dev/kfd\n\n/dev/dri:\n"
+        "crw-rw---- 1 root render 226, 128 Nov 29 20:14 renderD128\n"
+    )
+    from labgpu_agent.parsers.system import parse_devices
+
+    outsider = parse_devices(listing, groups={"users"}, uid=1000).device_nodes
+    member = parse_devices(listing, groups={"render"}, uid=1000).device_nodes
+    assert [n.path for n in outsider] == ["/dev/kfd", "/dev/dri/renderD128"]
+    assert not any(n.accessible for n in outsider)
+    assert all(n.accessible for n in member)
