@@ -19,8 +19,8 @@ step() {  # step NAME TIMEOUT CMD… : stdout to $RES/NAME, stderr to $RES/NAME.
   echo "$name rc=$rc wall=$(( $(date +%s) - t0 ))s" | tee -a "$RES/steps.log"
 }
 # Phases (arguments, default "captures first"): captures, first (agent + raw, once each),
-# overhead (agent and raw alternated twice, to see run-to-run spread), full (one `check` report
-# with every smoke, the per-booking gate as a node would run it).
+# overhead and llm-rounds (agent and raw alternated, to see run-to-run spread), full (one
+# `check` report with every smoke, the per-booking gate as a node would run it).
 PHASES=${*:-captures first}
 C=captures
 A="python3 -m labgpu_agent"
@@ -58,6 +58,18 @@ step h200/raw-sdxl-1.json 300 python3 agent/bench/raw_sdxl.py
 step h200/smoke-sdxl-1.json 300 $A smoke sdxl --json --profile h200
 step h200/raw-llm-2.json 300 python3 agent/bench/raw_llm.py
 step h200/smoke-llm-2.json 300 $A smoke llm --json --profile h200
+;;
+llm-rounds)
+# Eager decode is host-bound and its speed moves between processes; more alternated rounds.
+for round in 3 4 5; do
+  if [ $((round % 2)) = 1 ]; then
+    step h200/smoke-llm-$round.json 300 $A smoke llm --json --profile h200
+    step h200/raw-llm-$round.json 300 python3 agent/bench/raw_llm.py
+  else
+    step h200/raw-llm-$round.json 300 python3 agent/bench/raw_llm.py
+    step h200/smoke-llm-$round.json 300 $A smoke llm --json --profile h200
+  fi
+done
 ;;
 full)
 step h200/check-full.json 420 $A check --json --profile h200 --smoke matmul,bandwidth,sdxl,llm
