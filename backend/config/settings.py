@@ -50,6 +50,9 @@ INSTALLED_APPS = [
     "labgpu.bookings",
     "labgpu.quotas",
     "labgpu.audit",
+    "labgpu.provisioning",
+    "labgpu.health",
+    "labgpu.usage",
 ]
 
 MIDDLEWARE = [
@@ -207,7 +210,12 @@ MAILERS = {
     "default": {
         "BACKEND": os.environ.get(
             "DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
-        )
+        ),
+        "OPTIONS": (
+            {"file_path": os.environ["LABGPU_EMAIL_FILE_PATH"]}
+            if os.environ.get("LABGPU_EMAIL_FILE_PATH")
+            else {}
+        ),
     }
 }
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "LabGPU <labgpu@localhost>")
@@ -228,3 +236,47 @@ LABGPU_IDEMPOTENCY_TTL_HOURS = int(os.environ.get("LABGPU_IDEMPOTENCY_TTL_HOURS"
 # labgpu.core.views.spa_index for every client-side route.
 WHITENOISE_ROOT = FRONTEND_DIST if FRONTEND_DIST.exists() else None
 CSRF_FAILURE_VIEW = "labgpu.api.exceptions.csrf_failure"
+
+# --- Celery -------------------------------------------------------------------------------------
+# https://docs.celeryq.dev/en/stable/userguide/configuration.html
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+    # An unacknowledged task (its worker was killed) is redelivered after this many seconds.
+    "visibility_timeout": int(os.environ.get("LABGPU_TASK_VISIBILITY_TIMEOUT_S", "300")),
+}
+if not CELERY_BROKER_URL:
+    from config.celery import filesystem_broker
+
+    CELERY_BROKER_URL, _options = filesystem_broker(VAR_DIR)
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(_options)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ALWAYS_EAGER = env_bool("LABGPU_TASKS_EAGER", False)
+# Tests shrink every interval with LABGPU_BEAT_SCALE (e.g. 0.05) to run the real beat quickly.
+BEAT_SCALE = float(os.environ.get("LABGPU_BEAT_SCALE", "1"))
+
+
+def every(seconds: float) -> float:
+    return max(0.5, seconds * BEAT_SCALE)
+
+
+_TASKS = "labgpu.provisioning.tasks"
+CELERY_BEAT_SCHEDULE = {
+    "start-due-bookings": {"task": f"{_TASKS}.start_due_bookings", "schedule": every(30)},
+    "end-due-bookings": {"task": f"{_TASKS}.end_due_bookings", "schedule": every(30)},
+    "expire-stale-pending": {"task": f"{_TASKS}.expire_stale_pending", "schedule": every(30)},
+    "remind-ending-bookings": {"task": f"{_TASKS}.remind_ending_bookings", "schedule": every(60)},
+    "fail-silent-nodes": {"task": f"{_TASKS}.fail_silent_nodes", "schedule": every(60)},
+    "reconcile-all": {"task": f"{_TASKS}.reconcile_all", "schedule": every(60)},
+}
+
+# --- Lifecycle ----------------------------------------------------------------------------------
+# The URL agents on the nodes use to reach this API.
+LABGPU_PUBLIC_API_URL = os.environ.get("LABGPU_PUBLIC_API_URL", "http://127.0.0.1:8000")
+LABGPU_POLL_INTERVAL_S = float(os.environ.get("LABGPU_POLL_INTERVAL_S", "10"))
+LABGPU_BOOT_TIMEOUT_S = int(os.environ.get("LABGPU_BOOT_TIMEOUT_S", str(15 * 60)))
+LABGPU_AGENT_REPORT_TIMEOUT_S = int(os.environ.get("LABGPU_AGENT_REPORT_TIMEOUT_S", str(15 * 60)))
+LABGPU_STUCK_AFTER_S = int(os.environ.get("LABGPU_STUCK_AFTER_S", "120"))
+LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", "30"))

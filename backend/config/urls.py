@@ -10,6 +10,9 @@ api_v1 = [
     path("", include("labgpu.bookings.urls")),
     path("", include("labgpu.quotas.urls")),
     path("", include("labgpu.audit.urls")),
+    path("", include("labgpu.provisioning.urls")),
+    path("", include("labgpu.health.urls")),
+    path("", include("labgpu.usage.urls")),
 ]
 
 urlpatterns = [

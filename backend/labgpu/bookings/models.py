@@ -79,6 +79,11 @@ class Booking(BaseModel):
         related_name="+",
     )
     ended_at = models.DateTimeField(null=True, blank=True)
+    # Set by the lifecycle: why provisioning failed (shown to the user), the metered cost, and
+    # when the "15 minutes left" reminder went out.
+    failure_reason = models.TextField(blank=True)
+    actual_cost = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    reminder_sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["start", "id"]
@@ -112,6 +117,12 @@ class Booking(BaseModel):
     def estimated_cost(self) -> Decimal:
         hours = Decimal(self.duration.total_seconds()) / 3600
         return (hours * self.price_per_hour).quantize(Decimal("0.01"))
+
+    @property
+    def current_node(self):  # type: ignore[no-untyped-def]
+        """The latest attempt's node (nodes are prefetched by the list selector)."""
+        nodes = list(self.nodes.all())
+        return max(nodes, key=lambda node: node.attempt) if nodes else None
 
     @property
     def is_live(self) -> bool:

@@ -26,7 +26,9 @@ class Interval:
 
 def bookings_visible_to(user: User) -> QuerySet[Booking]:
     """Site admins see all; everyone else sees the bookings of their own labs, nothing more."""
-    bookings = Booking.objects.select_related("lab", "user", "pool", "pool__instance_type")
+    bookings = Booking.objects.select_related(
+        "lab", "user", "pool", "pool__instance_type", "decided_by", "ended_by"
+    ).prefetch_related("nodes")
     if user.is_site_admin:
         return bookings
     return bookings.filter(lab_id__in=lab_ids_of(user))

@@ -7,6 +7,26 @@ from labgpu.bookings.models import Booking
 from labgpu.catalog.models import NodePool
 
 
+class BookingNodeSerializer(serializers.Serializer):
+    """What the user needs to reach their node. The SSH command appears once it is ready."""
+
+    id = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    status = serializers.CharField()
+    public_ip = serializers.IPAddressField(allow_null=True)
+    ssh_user = serializers.SerializerMethodField()
+    ssh_command = serializers.SerializerMethodField()
+    failure_reason = serializers.CharField()
+
+    def get_ssh_user(self, node) -> str:  # type: ignore[no-untyped-def]
+        return "root"
+
+    def get_ssh_command(self, node) -> str | None:  # type: ignore[no-untyped-def]
+        if node.status != "ready" or not node.public_ip:
+            return None
+        return f"ssh root@{node.public_ip}"
+
+
 class BookingSerializer(serializers.ModelSerializer):
     lab = LabSummarySerializer(read_only=True)
     user = UserSummarySerializer(read_only=True)
@@ -16,6 +36,7 @@ class BookingSerializer(serializers.ModelSerializer):
     estimated_cost = serializers.DecimalField(max_digits=12, decimal_places=2, read_only=True)
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     ended_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    node = BookingNodeSerializer(source="current_node", read_only=True, allow_null=True)
 
     class Meta:
         model = Booking
@@ -42,6 +63,9 @@ class BookingSerializer(serializers.ModelSerializer):
             "decision_reason",
             "ended_by",
             "ended_at",
+            "failure_reason",
+            "actual_cost",
+            "node",
             "created_at",
             "updated_at",
         ]

@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.selectors import is_lab_admin
 from labgpu.audit.services import audit_record
+from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking, IdempotencyKey
 from labgpu.bookings.selectors import (
     booking_changeable_by,
@@ -23,7 +24,7 @@ from labgpu.catalog.selectors import pool_allows_lab
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.timeutils import is_aligned, now
 from labgpu.core.transitions import transition
-from labgpu.quotas.services import quota_check_and_lock
+from labgpu.quotas.services import quota_check_and_lock, quota_notify_thresholds
 
 # A start inside the current minute means "now": the booking is on demand and provisions at once.
 ON_DEMAND_TOLERANCE = timedelta(seconds=60)
@@ -341,6 +342,7 @@ def _booking_create(
     )
     quota_check_and_lock(booking=booking)
     booking.save()
+    transaction.on_commit(lambda: quota_notify_thresholds(booking=booking))
     audit_record(
         actor=user,
         action="booking.create",
@@ -478,6 +480,7 @@ def booking_approve(*, actor: User, booking: Booking, reason: str = "") -> Booki
         lab=booking.lab,
         data={"reason": reason},
     )
+    transaction.on_commit(lambda: notifications.booking_decided(booking))
     return booking
 
 
@@ -493,6 +496,7 @@ def booking_reject(*, actor: User, booking: Booking, reason: str) -> Booking:
         lab=booking.lab,
         data={"reason": reason},
     )
+    transaction.on_commit(lambda: notifications.booking_decided(booking))
     return booking
 
 

@@ -18,9 +18,9 @@ def transition(
 ) -> bool:
     """Move row `pk` to `to_status` only if it is still in one of `from_statuses`.
 
-    Returns whether this caller won. Also stamps `status_changed_at`.
+    Returns whether this caller won. Also stamps `status_changed_at` and `updated_at`.
     """
     moved = model._default_manager.filter(pk=pk, status__in=list(from_statuses)).update(
-        status=to_status, status_changed_at=now(), **fields
+        status=to_status, status_changed_at=now(), updated_at=now(), **fields
     )
     return bool(moved)

@@ -23,6 +23,9 @@ class Quota(BaseModel):
         max_digits=12, decimal_places=2, validators=[MinValueValidator(0)]
     )
 
+    # The highest usage threshold (80, 100 %) lab admins were already told about this month.
+    notified_percent = models.PositiveSmallIntegerField(default=0)
+
     class Meta:
         ordering = ["month", "lab_id", "instance_type_id"]
         constraints = [

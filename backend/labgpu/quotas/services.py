@@ -57,6 +57,50 @@ def quota_check_and_lock(*, booking: Booking, exclude_booking_id: int | None = N
             )
 
 
+QUOTA_ALERTS = (80, 100)
+
+
+def quota_notify_thresholds(*, booking: Booking) -> None:
+    """Tell lab admins once when committed + used hours cross 80 % and 100 % of a month's quota."""
+    from labgpu.accounts.models import Membership
+    from labgpu.bookings import notifications
+
+    for month in months_touched(booking.start, booking.end):
+        quota = (
+            Quota.objects.filter(
+                lab_id=booking.lab_id, instance_type_id=booking.pool.instance_type_id, month=month
+            )
+            .select_related("lab", "instance_type")
+            .first()
+        )
+        if quota is None or quota.gpu_hours <= 0:
+            continue
+        usage = quota_usage(
+            lab_id=quota.lab_id, instance_type_id=quota.instance_type_id, month=month
+        )
+        percent = (usage.used + usage.committed) * 100 / quota.gpu_hours
+        crossed = [t for t in QUOTA_ALERTS if percent >= t and quota.notified_percent < t]
+        if not crossed:
+            continue
+        # CAS on the threshold: parallel bookings crossing it together send one email.
+        if Quota.objects.filter(pk=quota.pk, notified_percent=quota.notified_percent).update(
+            notified_percent=crossed[-1]
+        ):
+            admins = [
+                m.user
+                for m in Membership.objects.filter(
+                    lab_id=quota.lab_id, role=Membership.Role.LAB_ADMIN
+                ).select_related("user")
+            ]
+            notifications.quota_threshold(
+                lab=quota.lab,
+                instance_type=quota.instance_type,
+                month=month,
+                percent=crossed[-1],
+                recipients=admins,
+            )
+
+
 @transaction.atomic
 def quota_set(
     *, actor: User, lab: Lab, instance_type: InstanceType, month: date, gpu_hours: Decimal

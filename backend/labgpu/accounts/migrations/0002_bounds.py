@@ -5,20 +5,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='membership',
-            name='max_concurrent_bookings',
-            field=models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MaxValueValidator(1000)]),
+            model_name="membership",
+            name="max_concurrent_bookings",
+            field=models.PositiveIntegerField(
+                blank=True, null=True, validators=[django.core.validators.MaxValueValidator(1000)]
+            ),
         ),
         migrations.AlterField(
-            model_name='membership',
-            name='max_hours_per_week',
-            field=models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MaxValueValidator(168)]),
+            model_name="membership",
+            name="max_hours_per_week",
+            field=models.PositiveIntegerField(
+                blank=True, null=True, validators=[django.core.validators.MaxValueValidator(168)]
+            ),
         ),
     ]

@@ -5,20 +5,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('bookings', '0002_live_slot_exclusion'),
+        ("bookings", "0002_live_slot_exclusion"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='booking',
-            name='gpu_count',
-            field=models.PositiveSmallIntegerField(validators=[django.core.validators.MaxValueValidator(64)]),
+            model_name="booking",
+            name="gpu_count",
+            field=models.PositiveSmallIntegerField(
+                validators=[django.core.validators.MaxValueValidator(64)]
+            ),
         ),
         migrations.AlterField(
-            model_name='booking',
-            name='slot',
-            field=models.PositiveSmallIntegerField(validators=[django.core.validators.MaxValueValidator(1000)]),
+            model_name="booking",
+            name="slot",
+            field=models.PositiveSmallIntegerField(
+                validators=[django.core.validators.MaxValueValidator(1000)]
+            ),
         ),
     ]

@@ -5,55 +5,90 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('catalog', '0001_initial'),
+        ("catalog", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='instancetype',
-            name='gpu_count',
-            field=models.PositiveSmallIntegerField(validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(64)]),
+            model_name="instancetype",
+            name="gpu_count",
+            field=models.PositiveSmallIntegerField(
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(64),
+                ]
+            ),
         ),
         migrations.AlterField(
-            model_name='instancetype',
-            name='vram_gb_per_gpu',
-            field=models.PositiveIntegerField(validators=[django.core.validators.MaxValueValidator(65536)]),
+            model_name="instancetype",
+            name="vram_gb_per_gpu",
+            field=models.PositiveIntegerField(
+                validators=[django.core.validators.MaxValueValidator(65536)]
+            ),
         ),
         migrations.AlterField(
-            model_name='nodepool',
-            name='capacity',
-            field=models.PositiveSmallIntegerField(validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000)]),
+            model_name="nodepool",
+            name="capacity",
+            field=models.PositiveSmallIntegerField(
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(1000),
+                ]
+            ),
         ),
         migrations.AlterField(
-            model_name='nodepool',
-            name='granularity_minutes',
-            field=models.PositiveSmallIntegerField(default=30, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1440)]),
+            model_name="nodepool",
+            name="granularity_minutes",
+            field=models.PositiveSmallIntegerField(
+                default=30,
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(1440),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='nodepool',
-            name='max_days_ahead',
-            field=models.PositiveSmallIntegerField(default=60, validators=[django.core.validators.MaxValueValidator(3650)]),
+            model_name="nodepool",
+            name="max_days_ahead",
+            field=models.PositiveSmallIntegerField(
+                default=60, validators=[django.core.validators.MaxValueValidator(3650)]
+            ),
         ),
         migrations.AlterField(
-            model_name='nodepool',
-            name='max_duration_minutes',
-            field=models.PositiveIntegerField(default=10080, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(527040)]),
+            model_name="nodepool",
+            name="max_duration_minutes",
+            field=models.PositiveIntegerField(
+                default=10080,
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(527040),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='nodepool',
-            name='min_duration_minutes',
-            field=models.PositiveIntegerField(default=30, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(527040)]),
+            model_name="nodepool",
+            name="min_duration_minutes",
+            field=models.PositiveIntegerField(
+                default=30,
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(527040),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='nodepool',
-            name='provisioning_lead_minutes',
-            field=models.PositiveSmallIntegerField(default=10, validators=[django.core.validators.MaxValueValidator(1440)]),
+            model_name="nodepool",
+            name="provisioning_lead_minutes",
+            field=models.PositiveSmallIntegerField(
+                default=10, validators=[django.core.validators.MaxValueValidator(1440)]
+            ),
         ),
         migrations.AlterField(
-            model_name='nodepool',
-            name='teardown_grace_minutes',
-            field=models.PositiveSmallIntegerField(default=5, validators=[django.core.validators.MaxValueValidator(1440)]),
+            model_name="nodepool",
+            name="teardown_grace_minutes",
+            field=models.PositiveSmallIntegerField(
+                default=5, validators=[django.core.validators.MaxValueValidator(1440)]
+            ),
         ),
     ]

@@ -1,0 +1,93 @@
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from labgpu.api.permissions import BASE_PERMISSIONS
+from labgpu.catalog.models import InstanceType
+from labgpu.health import services
+from labgpu.health.authentication import (
+    BootstrapTokenAuthentication,
+    HeartbeatTokenAuthentication,
+    IsNode,
+)
+from labgpu.health.models import HealthReport
+from labgpu.health.selectors import instance_type_baselines
+from labgpu.health.serializers import (
+    AgentBootstrapSerializer,
+    AgentHeartbeatSerializer,
+    AgentReportSerializer,
+    HealthReportSerializer,
+    InstanceTypeHealthSerializer,
+)
+from labgpu.provisioning.selectors import nodes_visible_to
+
+
+class AgentView(APIView):
+    permission_classes = [IsNode]
+    throttle_classes: list = []
+
+
+class AgentBootstrapView(AgentView):
+    """The agent's first call, with the single-use bootstrap token from cloud-init."""
+
+    authentication_classes = [BootstrapTokenAuthentication]
+
+    @extend_schema(request=None, responses=AgentBootstrapSerializer)
+    def post(self, request: Request) -> Response:
+        return Response(services.agent_bootstrap(node=request.auth))
+
+
+class AgentReportView(AgentView):
+    authentication_classes = [HeartbeatTokenAuthentication]
+
+    @extend_schema(request=AgentReportSerializer, responses={201: HealthReportSerializer})
+    def post(self, request: Request) -> Response:
+        report = services.report_ingest(node=request.auth, payload=request.data)
+        return Response(
+            {"id": report.pk, "verdict": report.verdict}, status=status.HTTP_201_CREATED
+        )
+
+
+class AgentHeartbeatView(AgentView):
+    authentication_classes = [HeartbeatTokenAuthentication]
+
+    @extend_schema(request=None, responses=AgentHeartbeatSerializer)
+    def post(self, request: Request) -> Response:
+        return Response({"action": services.agent_heartbeat(node=request.auth)})
+
+
+class NodeHealthView(APIView):
+    """Health reports of one node (its booking's lab, or site admins)."""
+
+    permission_classes = BASE_PERMISSIONS
+
+    @extend_schema(responses=HealthReportSerializer(many=True))
+    def get(self, request: Request, pk: int) -> Response:
+        node = get_object_or_404(nodes_visible_to(request.user), pk=pk)
+        reports = node.health_reports.order_by("-created_at")[:20]
+        return Response(HealthReportSerializer(reports, many=True).data)
+
+
+class InstanceTypeHealthView(APIView):
+    """Baselines (rolling median of passing reports) and the latest reports of a type."""
+
+    permission_classes = BASE_PERMISSIONS
+
+    @extend_schema(responses=InstanceTypeHealthSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        instance_type = get_object_or_404(InstanceType, pk=pk)
+        reports = HealthReport.objects.filter(instance_type=instance_type)
+        if not request.user.is_site_admin:
+            reports = reports.filter(node__in=nodes_visible_to(request.user))
+        return Response(
+            InstanceTypeHealthSerializer(
+                {
+                    "instance_type": instance_type.pk,
+                    "baselines": instance_type_baselines(instance_type),
+                    "reports": reports.order_by("-created_at")[:20],
+                }
+            ).data
+        )

@@ -1,0 +1,91 @@
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from labgpu_agent.report import ReportValidationError, validate_report
+
+from labgpu.core.errors import ApplicationError, Conflict
+from labgpu.core.timeutils import now
+from labgpu.core.transitions import transition
+from labgpu.health.models import HealthReport
+from labgpu.provisioning import services as lifecycle
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
+
+NodeStatus = Node.Status
+
+
+def agent_bootstrap(*, node: Node) -> dict[str, Any]:
+    """Trade the single-use bootstrap token for a heartbeat token; the node is now checking."""
+    token = new_heartbeat_token()
+    with transaction.atomic():
+        claimed = Node.objects.filter(pk=node.pk, bootstrap_used_at__isnull=True).update(
+            bootstrap_used_at=now(),
+            heartbeat_token_hash=hash_secret(token),
+            last_heartbeat_at=now(),
+        )
+        if not claimed:
+            raise ApplicationError(
+                "This bootstrap token was already used.", code="token_used", status_code=401
+            )
+        moved = transition(
+            Node,
+            pk=node.pk,
+            from_statuses=[NodeStatus.CREATING, NodeStatus.BOOTING],
+            to_status=NodeStatus.CHECKING,
+        )
+        if not moved:
+            raise Conflict(
+                f"Node is {node.status}; it does not accept an agent now.", code="invalid_status"
+            )
+    instance_type = node.booking.pool.instance_type
+    return {
+        "node": node.pk,
+        "heartbeat_token": token,
+        "profile": instance_type.agent_profile or instance_type.slug,
+        "heartbeat_interval_s": settings.LABGPU_HEARTBEAT_INTERVAL_S,
+    }
+
+
+def report_ingest(*, node: Node, payload: Any) -> HealthReport:
+    """Store the agent's report; a passing first report makes the node (and booking) ready (I-5),
+    a failing one fails the node with the findings as the reason."""
+    try:
+        validate_report(payload)
+    except ReportValidationError as error:
+        raise ApplicationError(
+            str(error), code="invalid_report", extra={"path": error.path}
+        ) from None
+    report = HealthReport.objects.create(
+        node=node,
+        instance_type_id=node.booking.pool.instance_type_id,
+        verdict=payload["verdict"],
+        profile=payload.get("profile") or "",
+        agent_version=payload.get("agent_version", ""),
+        collected_at=datetime.fromisoformat(payload["collected_at"].replace("Z", "+00:00")),
+        findings=payload["findings"],
+        smoke=payload["smoke"],
+        facts=payload["facts"],
+    )
+    Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
+    if node.status in (NodeStatus.CHECKING, NodeStatus.BOOTING):
+        if report.verdict in HealthReport.PASSING:
+            lifecycle.node_mark_ready(node=node)
+        else:
+            failing = [f for f in report.findings if f.get("severity") == "fail"]
+            summary = "; ".join(f.get("message", f.get("id", "")) for f in failing[:3])
+            lifecycle.node_fail(
+                node_id=node.pk,
+                reason=f"The node failed its health checks: {summary}",
+                findings=failing,
+            )
+    return report
+
+
+def agent_heartbeat(*, node: Node) -> str:
+    """Record that the agent lives; tell it to stop once its node is on the way out."""
+    Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
+    node.refresh_from_db(fields=["status"])
+    live = (NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY)
+    return "continue" if node.status in live else "stop"

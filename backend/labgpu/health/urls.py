@@ -1,0 +1,15 @@
+from django.urls import path
+
+from labgpu.health import apis
+
+urlpatterns = [
+    path("agent/bootstrap/", apis.AgentBootstrapView.as_view(), name="agent-bootstrap"),
+    path("agent/reports/", apis.AgentReportView.as_view(), name="agent-reports"),
+    path("agent/heartbeat/", apis.AgentHeartbeatView.as_view(), name="agent-heartbeat"),
+    path("nodes/<int:pk>/health/", apis.NodeHealthView.as_view(), name="node-health"),
+    path(
+        "instance-types/<int:pk>/health/",
+        apis.InstanceTypeHealthView.as_view(),
+        name="instance-type-health",
+    ),
+]

@@ -1,0 +1,88 @@
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from labgpu.core.models import BaseModel
+
+
+class Node(BaseModel):
+    """One droplet made for one attempt at serving a booking.
+
+    Invariant I-4: the droplet's name and tag are `labgpu-node-<id>`, so a retried create finds and
+    adopts the droplet it already made. Invariant I-3: every droplet with our tag maps to a live
+    Node, and reconciliation destroys the rest. `failed` always leads to destroy; `failed_at` and
+    `failure_reason` stay set so users and billing can tell a failed node from a finished one.
+    """
+
+    class Status(models.TextChoices):
+        REQUESTED = "requested", _("Requested")
+        CREATING = "creating", _("Creating")
+        BOOTING = "booting", _("Booting")
+        CHECKING = "checking", _("Checking")
+        READY = "ready", _("Ready")
+        DRAINING = "draining", _("Draining")
+        DESTROYING = "destroying", _("Destroying")
+        DESTROYED = "destroyed", _("Destroyed")
+        FAILED = "failed", _("Failed")
+
+    LIVE_STATUSES = (
+        Status.REQUESTED,
+        Status.CREATING,
+        Status.BOOTING,
+        Status.CHECKING,
+        Status.READY,
+        Status.DRAINING,
+        Status.DESTROYING,
+        Status.FAILED,
+    )
+    # Statuses a node may be torn down from (everything but the end states of teardown itself).
+    TEARDOWN_FROM = (
+        Status.REQUESTED,
+        Status.CREATING,
+        Status.BOOTING,
+        Status.CHECKING,
+        Status.READY,
+        Status.DRAINING,
+        Status.FAILED,
+    )
+
+    booking = models.ForeignKey("bookings.Booking", on_delete=models.PROTECT, related_name="nodes")
+    attempt = models.PositiveSmallIntegerField(default=1)
+    provider_account = models.ForeignKey(
+        "catalog.ProviderAccount", on_delete=models.PROTECT, related_name="nodes"
+    )
+    provider_id = models.CharField(max_length=64, blank=True, db_index=True)
+    region = models.CharField(max_length=32)
+    size = models.CharField(max_length=100)
+    image = models.CharField(max_length=100)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.REQUESTED, db_index=True
+    )
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+    public_ip = models.GenericIPAddressField(null=True, blank=True)
+
+    bootstrap_token_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    bootstrap_used_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_token_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    provider_created_at = models.DateTimeField(null=True, blank=True)
+    active_at = models.DateTimeField(null=True, blank=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+    destroy_requested_at = models.DateTimeField(null=True, blank=True)
+    destroyed_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    failure_reason = models.TextField(blank=True)
+    teardown_attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["booking", "attempt"], name="node_unique_attempt"),
+        ]
+
+    def __str__(self) -> str:
+        return f"labgpu-node-{self.pk} ({self.status})"
+
+    @property
+    def name(self) -> str:
+        return f"labgpu-node-{self.pk}"

@@ -1,0 +1,41 @@
+from rest_framework import serializers
+
+from labgpu.provisioning.models import Node
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    booking_user = serializers.CharField(source="booking.user.username", read_only=True)
+    lab = serializers.CharField(source="booking.lab.name", read_only=True)
+    pool = serializers.CharField(source="booking.pool.name", read_only=True)
+    name = serializers.CharField(read_only=True)
+    verdict = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Node
+        fields = [
+            "id",
+            "name",
+            "booking",
+            "booking_user",
+            "lab",
+            "pool",
+            "attempt",
+            "provider_id",
+            "region",
+            "size",
+            "status",
+            "status_changed_at",
+            "public_ip",
+            "last_heartbeat_at",
+            "provider_created_at",
+            "active_at",
+            "ready_at",
+            "destroyed_at",
+            "failed_at",
+            "failure_reason",
+            "verdict",
+        ]
+
+    def get_verdict(self, node: Node) -> str | None:
+        reports = list(node.health_reports.all())  # prefetched by the view
+        return max(reports, key=lambda r: r.created_at).verdict if reports else None

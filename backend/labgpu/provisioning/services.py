@@ -1,0 +1,508 @@
+"""The lifecycle: bookings become droplets and back. Every step is safe to run twice.
+
+Status changes go through `transition()` (compare-and-swap), so a retried or duplicated task, a
+sweep and a user's cancel can race without two of them acting. Provider calls happen outside
+database transactions; what they produce is recorded with conditional UPDATEs afterwards.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from labgpu.audit.services import audit_record
+from labgpu.bookings import notifications
+from labgpu.bookings.models import Booking
+from labgpu.catalog.models import ProviderAccount
+from labgpu.core.timeutils import now
+from labgpu.core.transitions import transition
+from labgpu.providers import (
+    DropletSpec,
+    ProviderNotFound,
+    ProviderPermanentError,
+    create_or_adopt,
+    node_tag,
+)
+from labgpu.providers.cloudinit import render_user_data
+from labgpu.provisioning.drivers import driver_for
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.tokens import bootstrap_token_for, hash_secret
+
+logger = logging.getLogger(__name__)
+BookingStatus = Booking.Status
+NodeStatus = Node.Status
+MAX_ATTEMPTS = 2  # the first node, and one replacement (I-5)
+
+
+def _on_commit_enqueue(task_name: str, *args: object, countdown: float = 0) -> None:
+    from labgpu.provisioning import tasks
+
+    task = getattr(tasks, task_name)
+    transaction.on_commit(lambda: task.apply_async(args=args, countdown=countdown))
+
+
+# --- Sweeps (beat) --------------------------------------------------------------------------------
+
+
+def bookings_start_due(*, batch: int = 100) -> int:
+    """Start provisioning for scheduled bookings whose start − lead has come."""
+    moment = now()
+    due = Booking.objects.filter(
+        status=BookingStatus.SCHEDULED, reserved_start__lte=moment
+    ).values_list("pk", flat=True)[:batch]
+    return sum(booking_start(booking_id=pk) for pk in due)
+
+
+@transaction.atomic
+def booking_start(*, booking_id: int) -> bool:
+    booking = Booking.objects.select_related("pool__instance_type__provider_account").get(
+        pk=booking_id
+    )
+    if booking.end <= now():
+        # Never provisioned (the workers were down through the whole booking): nothing to bill.
+        transition(
+            Booking,
+            pk=booking.pk,
+            from_statuses=[BookingStatus.SCHEDULED],
+            to_status=BookingStatus.FAILED,
+            failure_reason="The booking ended before a node could be provisioned.",
+        )
+        return False
+    if not transition(
+        Booking,
+        pk=booking.pk,
+        from_statuses=[BookingStatus.SCHEDULED],
+        to_status=BookingStatus.PROVISIONING,
+    ):
+        return False
+    _node_request(booking=booking, attempt=1)
+    return True
+
+
+def _node_request(*, booking: Booking, attempt: int) -> Node:
+    instance_type = booking.pool.instance_type
+    node = Node.objects.create(
+        booking=booking,
+        attempt=attempt,
+        provider_account=instance_type.provider_account,
+        region=booking.pool.region,
+        size=instance_type.provider_size,
+        image=instance_type.image,
+        status=NodeStatus.REQUESTED,
+        status_changed_at=now(),
+    )
+    Node.objects.filter(pk=node.pk).update(
+        bootstrap_token_hash=hash_secret(bootstrap_token_for(node.pk))
+    )
+    audit_record(
+        actor=None,
+        action="node.request",
+        target=node,
+        lab=booking.lab,
+        data={"booking": booking.pk, "attempt": attempt},
+    )
+    _on_commit_enqueue("provision_node", node.pk)
+    return node
+
+
+def bookings_end_due(*, batch: int = 100) -> int:
+    """Bookings whose end has come start ending; their nodes are torn down."""
+    due = Booking.objects.filter(
+        status__in=[BookingStatus.PROVISIONING, BookingStatus.READY], end__lte=now()
+    ).values_list("pk", flat=True)[:batch]
+    moved = 0
+    for pk in due:
+        moved += transition(
+            Booking,
+            pk=pk,
+            from_statuses=[BookingStatus.PROVISIONING, BookingStatus.READY],
+            to_status=BookingStatus.ENDING,
+        )
+    return moved
+
+
+def bookings_wind_down(*, batch: int = 100) -> int:
+    """For every ending booking: tear its nodes down, or complete it once they are gone."""
+    ending = Booking.objects.filter(status=BookingStatus.ENDING).values_list("pk", flat=True)[
+        :batch
+    ]
+    for pk in ending:
+        nodes = Node.objects.filter(booking_id=pk, status__in=Node.TEARDOWN_FROM)
+        for node_id in nodes.values_list("pk", flat=True):
+            node_drain(node_id=node_id)
+        booking_complete_if_done(booking_id=pk)
+    return len(ending)
+
+
+def bookings_remind_ending(*, minutes: int = 15, batch: int = 200) -> int:
+    """Tell users 15 minutes before their node goes away (once per booking)."""
+    moment = now()
+    due = Booking.objects.filter(
+        status=BookingStatus.READY,
+        reminder_sent_at__isnull=True,
+        end__lte=moment + timedelta(minutes=minutes),
+        end__gt=moment,
+    ).values_list("pk", flat=True)[:batch]
+    sent = 0
+    for pk in due:
+        if Booking.objects.filter(pk=pk, reminder_sent_at__isnull=True).update(
+            reminder_sent_at=moment
+        ):
+            notifications.booking_ending_soon(Booking.objects.get(pk=pk))
+            sent += 1
+    return sent
+
+
+# --- Node steps (tasks) ---------------------------------------------------------------------------
+
+
+def node_provision(*, node_id: int) -> None:
+    """Create (or, on a retry, adopt) the node's droplet. Transient provider errors propagate so
+    the task retries; a permanent one fails the node with the provider's message."""
+    node = Node.objects.select_related("booking__user", "booking__pool__instance_type").get(
+        pk=node_id
+    )
+    if node.status == NodeStatus.REQUESTED:
+        if not transition(
+            Node, pk=node.pk, from_statuses=[NodeStatus.REQUESTED], to_status=NodeStatus.CREATING
+        ):
+            return
+    elif node.status != NodeStatus.CREATING or node.provider_id:
+        return  # already past creation, or another worker got there
+    spec = _droplet_spec(node)
+    try:
+        with driver_for(node.provider_account) as driver:
+            droplet, adopted = create_or_adopt(driver, spec)
+    except ProviderPermanentError as error:
+        node_fail(node_id=node.pk, reason=f"The provider refused to create the node: {error}")
+        return
+    recorded = Node.objects.filter(pk=node.pk, status=NodeStatus.CREATING, provider_id="").update(
+        provider_id=str(droplet.id),
+        provider_created_at=droplet.created_at or now(),
+        public_ip=droplet.public_ipv4,
+    )
+    if not recorded:
+        # The node was given up meanwhile (cancelled, failed): its droplet must not outlive it.
+        node_teardown(node_id=node.pk)
+        return
+    logger.info("node %s: droplet %s %s", node.pk, droplet.id, "adopted" if adopted else "created")
+    _on_commit_enqueue("poll_node", node.pk, countdown=settings.LABGPU_POLL_INTERVAL_S)
+
+
+def _droplet_spec(node: Node) -> DropletSpec:
+    booking = node.booking
+    instance_type = booking.pool.instance_type
+    user_data = render_user_data(
+        api_url=settings.LABGPU_PUBLIC_API_URL,
+        bootstrap_token=bootstrap_token_for(node.pk),
+        ssh_authorized_keys=list(booking.user.ssh_keys.values_list("public_key", flat=True)),
+    )
+    return DropletSpec(
+        node_id=node.pk,
+        region=node.region,
+        size=node.size,
+        image=node.image,
+        user_data=user_data,
+        tags=("labgpu", f"labgpu-booking-{booking.pk}", f"labgpu-type-{instance_type.slug}"),
+    )
+
+
+def node_poll(*, node_id: int) -> bool:
+    """Wait for the droplet to be active and to have its public IP; returns whether to poll again.
+
+    The agent may report before this poll sees `active` (it moves the node on by itself), so the
+    poll also keeps going until the IP is known: the user needs it for SSH.
+    """
+    node = Node.objects.get(pk=node_id)
+    waiting = (NodeStatus.CREATING, NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY)
+    if node.status not in waiting or not node.provider_id:
+        return False
+    if node.status != NodeStatus.CREATING and node.public_ip:
+        return False
+    if node.status_changed_at and now() - node.status_changed_at > timedelta(
+        seconds=settings.LABGPU_BOOT_TIMEOUT_S
+    ):
+        if node.status == NodeStatus.CREATING:
+            node_fail(node_id=node.pk, reason="The droplet did not become active in time.")
+        return False
+    try:
+        with driver_for(node.provider_account) as driver:
+            droplet = driver.get(int(node.provider_id))
+    except ProviderNotFound:
+        node_fail(node_id=node.pk, reason="The droplet disappeared while booting.")
+        return False
+    if droplet.public_ipv4 and not node.public_ip:
+        Node.objects.filter(pk=node.pk).update(public_ip=droplet.public_ipv4)
+    if droplet.status != "active":
+        Node.objects.filter(pk=node.pk).update(updated_at=now())  # alive: not stuck
+        return True
+    transition(
+        Node,
+        pk=node.pk,
+        from_statuses=[NodeStatus.CREATING],
+        to_status=NodeStatus.BOOTING,
+        active_at=now(),
+    )
+    return droplet.public_ipv4 is None
+
+
+def node_drain(*, node_id: int) -> None:
+    """The booking is over: stop using the node and destroy it."""
+    node = Node.objects.get(pk=node_id)
+    if node.status == NodeStatus.FAILED:
+        _on_commit_enqueue("teardown_node", node.pk)
+        return
+    if transition(
+        Node,
+        pk=node.pk,
+        from_statuses=[s for s in Node.TEARDOWN_FROM if s != NodeStatus.FAILED],
+        to_status=NodeStatus.DRAINING,
+        destroy_requested_at=now(),
+    ):
+        _on_commit_enqueue("teardown_node", node.pk)
+
+
+def node_teardown(*, node_id: int) -> None:
+    """Destroy the droplet and confirm it is gone; only then is the node `destroyed`.
+
+    Without a provider id the create may still have happened (an ambiguous create), so look the
+    node's tag up before believing there is nothing to destroy.
+    """
+    node = Node.objects.get(pk=node_id)
+    if node.status == NodeStatus.DESTROYED:
+        return
+    transition(
+        Node,
+        pk=node.pk,
+        from_statuses=Node.TEARDOWN_FROM,
+        to_status=NodeStatus.DESTROYING,
+        destroy_requested_at=node.destroy_requested_at or now(),
+    )
+    Node.objects.filter(pk=node.pk).update(
+        teardown_attempts=node.teardown_attempts + 1, updated_at=now()
+    )
+    with driver_for(node.provider_account) as driver:
+        droplet_ids = (
+            [int(node.provider_id)]
+            if node.provider_id
+            else [d.id for d in driver.find_by_tag(node_tag(node.pk))]
+        )
+        for droplet_id in droplet_ids:
+            driver.destroy(droplet_id)
+        for droplet_id in droplet_ids:
+            try:
+                driver.get(droplet_id)
+            except ProviderNotFound:
+                continue
+            raise NodeStillExists(f"droplet {droplet_id} of node {node.pk} is still deleting")
+    with transaction.atomic():
+        if transition(
+            Node,
+            pk=node.pk,
+            from_statuses=[NodeStatus.DESTROYING],
+            to_status=NodeStatus.DESTROYED,
+            destroyed_at=now(),
+        ):
+            from labgpu.usage.services import usage_record_node
+
+            node.refresh_from_db()
+            usage_record_node(node=node)
+            audit_record(actor=None, action="node.destroyed", target=node)
+    booking_complete_if_done(booking_id=node.booking_id)
+
+
+class NodeStillExists(Exception):
+    """The provider accepted the destroy but the droplet is still there; retry later."""
+
+
+def node_fail(*, node_id: int, reason: str, findings: list | None = None) -> bool:
+    """Give a node up: tear it down, and replace it once or fail the booking (I-5)."""
+    with transaction.atomic():
+        won = transition(
+            Node,
+            pk=node_id,
+            from_statuses=[s for s in Node.TEARDOWN_FROM if s != NodeStatus.FAILED],
+            to_status=NodeStatus.FAILED,
+            failed_at=now(),
+            failure_reason=reason,
+        )
+        if not won:
+            return False
+        node = Node.objects.select_related("booking__pool__instance_type", "booking__lab").get(
+            pk=node_id
+        )
+        audit_record(
+            actor=None,
+            action="node.fail",
+            target=node,
+            lab=node.booking.lab,
+            data={"reason": reason, "findings": findings or []},
+        )
+        _on_commit_enqueue("teardown_node", node.pk)
+        _replace_or_fail_booking(node=node, reason=reason)
+    return True
+
+
+def _replace_or_fail_booking(*, node: Node, reason: str) -> None:
+    booking = Booking.objects.select_for_update().get(pk=node.booking_id)
+    if booking.status not in (BookingStatus.PROVISIONING, BookingStatus.READY):
+        return  # ending or over: nothing to replace
+    if node.attempt < MAX_ATTEMPTS and booking.end > now():
+        if booking.status == BookingStatus.READY:
+            transition(
+                Booking,
+                pk=booking.pk,
+                from_statuses=[BookingStatus.READY],
+                to_status=BookingStatus.PROVISIONING,
+            )
+        _node_request(booking=booking, attempt=node.attempt + 1)
+        return
+    if transition(
+        Booking,
+        pk=booking.pk,
+        from_statuses=[BookingStatus.PROVISIONING, BookingStatus.READY],
+        to_status=BookingStatus.FAILED,
+        failure_reason=reason,
+    ):
+        booking.refresh_from_db()
+        audit_record(
+            actor=None,
+            action="booking.fail",
+            target=booking,
+            lab=booking.lab,
+            data={"reason": reason},
+        )
+        transaction.on_commit(lambda: notifications.booking_failed(booking))
+
+
+def booking_complete_if_done(*, booking_id: int) -> None:
+    """An ending booking completes once none of its nodes exists any more; usage is then final."""
+    with transaction.atomic():
+        booking = Booking.objects.select_for_update().get(pk=booking_id)
+        if booking.nodes.exclude(status=NodeStatus.DESTROYED).exists():
+            return
+        from labgpu.usage.services import booking_meter
+
+        if booking.status == BookingStatus.ENDING:
+            booking_meter(booking=booking)
+            transition(
+                Booking,
+                pk=booking.pk,
+                from_statuses=[BookingStatus.ENDING],
+                to_status=BookingStatus.COMPLETED,
+            )
+        elif booking.status == BookingStatus.FAILED:
+            booking_meter(booking=booking)
+
+
+# --- Agent reports --------------------------------------------------------------------------------
+
+
+def node_mark_ready(*, node: Node) -> None:
+    """A passing report: the node is ready, and so is its booking (I-5)."""
+    with transaction.atomic():
+        if not transition(
+            Node,
+            pk=node.pk,
+            from_statuses=[NodeStatus.CHECKING, NodeStatus.BOOTING],
+            to_status=NodeStatus.READY,
+            ready_at=now(),
+        ):
+            return
+        if transition(
+            Booking,
+            pk=node.booking_id,
+            from_statuses=[BookingStatus.PROVISIONING],
+            to_status=BookingStatus.READY,
+        ):
+            booking = Booking.objects.get(pk=node.booking_id)
+            transaction.on_commit(lambda: notifications.booking_ready(booking))
+
+
+# --- Reconciliation -------------------------------------------------------------------------------
+
+
+def nodes_fail_silent(*, batch: int = 100) -> int:
+    """Fail nodes whose droplet is up but whose agent never reported (or stopped reporting)."""
+    cutoff = now() - timedelta(seconds=settings.LABGPU_AGENT_REPORT_TIMEOUT_S)
+    silent = Node.objects.filter(
+        status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING], status_changed_at__lt=cutoff
+    ).values_list("pk", flat=True)[:batch]
+    return sum(
+        node_fail(node_id=pk, reason="The node agent never reported; the node was replaced.")
+        for pk in silent
+    )
+
+
+def reconcile(*, account_id: int) -> dict[str, int]:
+    """Make the provider's droplets and our nodes agree (I-3).
+
+    - a droplet with our tag whose node is gone, destroyed, or points at another droplet: destroy;
+    - a live node whose droplet is missing from the listing and confirmed gone: fail it (lost);
+    - work a crashed worker left half-done (stuck creates, teardowns): enqueue it again.
+    """
+    account = ProviderAccount.objects.get(pk=account_id)
+    summary = {"orphans_destroyed": 0, "nodes_lost": 0, "requeued": 0}
+    with driver_for(account) as driver:
+        droplets = driver.list_ours()
+        by_node: dict[int, list[int]] = {}
+        for droplet in droplets:
+            if droplet.node_id is not None:
+                by_node.setdefault(droplet.node_id, []).append(droplet.id)
+        nodes = {
+            node.pk: node
+            for node in Node.objects.filter(provider_account=account, pk__in=list(by_node))
+        }
+        for node_id, droplet_ids in by_node.items():
+            node = nodes.get(node_id)
+            for droplet_id in droplet_ids:
+                orphan = (
+                    node is None
+                    or node.status == NodeStatus.DESTROYED
+                    or (node.provider_id != "" and node.provider_id != str(droplet_id))
+                )
+                if orphan:
+                    logger.warning(
+                        "reconcile: destroying orphan droplet %s (node %s)", droplet_id, node_id
+                    )
+                    driver.destroy(droplet_id)
+                    summary["orphans_destroyed"] += 1
+
+        listed = {str(droplet.id) for droplet in droplets}
+        watched = Node.objects.filter(
+            provider_account=account,
+            status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY],
+        ).exclude(provider_id="")
+        for node in watched:
+            if node.provider_id in listed:
+                continue
+            try:
+                driver.get(int(node.provider_id))
+            except ProviderNotFound:
+                summary["nodes_lost"] += node_fail(
+                    node_id=node.pk, reason="The droplet vanished at the provider."
+                )
+    summary["requeued"] = _requeue_stuck(account=account)
+    return summary
+
+
+def _requeue_stuck(*, account: "ProviderAccount") -> int:
+    """Nodes a killed worker left mid-step; their tasks are idempotent, so just run them again."""
+    from labgpu.provisioning import tasks
+
+    stale = now() - timedelta(seconds=settings.LABGPU_STUCK_AFTER_S)
+    requeued = 0
+    nodes = Node.objects.filter(provider_account=account, updated_at__lt=stale)
+    for node in nodes.filter(status__in=[NodeStatus.REQUESTED, NodeStatus.CREATING]):
+        if node.status == NodeStatus.CREATING and node.provider_id:
+            tasks.poll_node.delay(node.pk)
+        else:
+            tasks.provision_node.delay(node.pk)
+        requeued += 1
+    for node in nodes.filter(
+        status__in=[NodeStatus.DRAINING, NodeStatus.DESTROYING, NodeStatus.FAILED]
+    ):
+        tasks.teardown_node.delay(node.pk)
+        requeued += 1
+    return requeued

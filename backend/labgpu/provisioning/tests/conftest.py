@@ -1,0 +1,125 @@
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from labgpu.catalog.models import ProviderAccount
+from labgpu.catalog.tests.factories import InstanceTypeFactory, NodePoolFactory
+from labgpu.core.timeutils import month_start, next_month, now
+from labgpu.provisioning.tests.harness import VENV_BIN, RedisServer, Worker, worker_env
+from labgpu.quotas.models import Quota
+
+EMULATOR_TOKEN = "emulator-test-token"
+
+
+@pytest.fixture
+def redis_server():
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def emulator(tmp_path):
+    from emulator.testing import start_emulator
+
+    handle = start_emulator(
+        tmp_path / "emulator", agent_cmd=str(VENV_BIN / "labgpu-agent"), boot_delay_s=0.5
+    )
+    yield handle
+    handle.close()
+
+
+@pytest.fixture
+def celery_broker(redis_server):
+    """Point this process's Celery app at the test broker, so `.delay()` here reaches the workers."""
+    from config.celery import app
+
+    saved = app.conf.broker_url, dict(app.conf.broker_transport_options or {})
+    app.conf.broker_url = redis_server.url
+    app.conf.broker_transport_options = {"visibility_timeout": 4}
+    app.pool.force_close_all()
+    app._pool = None
+    yield app
+    app.pool.force_close_all()
+    app._pool = None
+    app.conf.broker_url, app.conf.broker_transport_options = saved
+
+
+@pytest.fixture
+def lifecycle(
+    live_server,
+    emulator,
+    celery_broker,
+    redis_server,
+    tmp_path,
+    settings,
+    monkeypatch,
+    alice,
+    vision_lab,
+):
+    """Everything a booking needs to become a node: catalog, quota, emulator, broker, API."""
+    monkeypatch.setenv("LABGPU_EMULATOR_TOKEN", EMULATOR_TOKEN)
+    settings.LABGPU_HEARTBEAT_INTERVAL_S = 1
+    settings.LABGPU_PUBLIC_API_URL = live_server.url
+    account = ProviderAccount.objects.create(
+        name="Emulator",
+        kind="emulator",
+        api_base_url=emulator.url,
+        token_env_var="LABGPU_EMULATOR_TOKEN",
+    )
+    instance_type = InstanceTypeFactory(
+        provider_account=account, agent_profile="mi300x", provider_size="gpu-mi300x1-192gb"
+    )
+    pool = NodePoolFactory(
+        instance_type=instance_type,
+        capacity=2,
+        granularity_minutes=1,
+        min_duration_minutes=1,
+        provisioning_lead_minutes=0,
+        teardown_grace_minutes=0,
+    )
+    month = month_start(now())
+    for _ in range(2):
+        Quota.objects.create(
+            lab=vision_lab, instance_type=instance_type, month=month, gpu_hours=Decimal(100)
+        )
+        month = next_month(month)
+    mail_dir = tmp_path / "mail"
+    mail_dir.mkdir()
+    env = worker_env(
+        broker_url=redis_server.url,
+        api_url=live_server.url,
+        mail_dir=mail_dir,
+        LABGPU_EMULATOR_TOKEN=EMULATOR_TOKEN,
+    )
+    workers: list[Worker] = []
+
+    class Lifecycle:
+        def start_worker(self, **extra_env: str) -> Worker:
+            worker = Worker({**env, **extra_env}, tmp_path / f"worker-{len(workers)}.log").start()
+            workers.append(worker)
+            return worker
+
+        def mails(self) -> str:
+            """Mail sent by the workers (files) and by the API process (the test outbox)."""
+            from django.core import mail
+
+            sent = [f"{m.subject}\n{m.body}" for m in getattr(mail, "outbox", [])]
+            files = [path.read_text() for path in sorted(mail_dir.glob("*"))]
+            return "\n".join(files + sent)
+
+        def logs(self) -> str:
+            return "\n\n".join(w.log_tail() for w in workers) + "\n\n" + emulator.log_tail()
+
+    world = Lifecycle()
+    world.pool, world.account, world.emulator, world.redis = pool, account, emulator, redis_server
+    world.instance_type = instance_type
+    yield world
+    for worker in workers:
+        worker.stop()
+
+
+def on_demand_body(pool, minutes: int = 30) -> dict:
+    end = (now() + timedelta(minutes=minutes)).replace(second=0, microsecond=0)
+    return {"pool": pool.pk, "end": end.isoformat(), "purpose": "lifecycle test"}

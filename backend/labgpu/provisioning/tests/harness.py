@@ -1,0 +1,183 @@
+"""Real parts for lifecycle tests: a Redis broker of our own, Celery workers as subprocesses,
+the DigitalOcean emulator over HTTP, and agents in fixture mode reporting to a live server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+BACKEND_DIR = Path(__file__).resolve().parents[3]
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(
+    predicate: Callable[[], Any],
+    *,
+    timeout_s: float = 60,
+    interval_s: float = 0.2,
+    message: str = "condition",
+) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {message}")
+
+
+@dataclass
+class RedisServer:
+    """A throwaway redis-server on its own port, so restarting it cannot disturb anything else."""
+
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        import redis
+
+        client = redis.Redis.from_url(self.url)
+        wait_for(lambda: _ping(client), timeout_s=10, message="redis to start")
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def restart(self, *, down_s: float = 1.0) -> None:
+        self.stop()
+        time.sleep(down_s)
+        self.start()
+
+
+def _ping(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+
+
+def test_database_env() -> dict[str, str]:
+    """Point a subprocess at the test database this test process is using."""
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        user = db.get("USER") or "postgres"
+        host = db.get("HOST") or "127.0.0.1"
+        port = db.get("PORT") or 5432
+        return {"DATABASE_URL": f"postgres://{user}@{host}:{port}/{db['NAME']}"}
+    return {"DATABASE_URL": "", "LABGPU_SQLITE_PATH": str(db["NAME"])}
+
+
+@dataclass
+class Worker:
+    env: dict[str, str]
+    log_path: Path
+    beat: bool = True
+    process: subprocess.Popen | None = None
+
+    def start(self) -> Worker:
+        self.log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                str(VENV_BIN / "celery"),
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "4",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"test-{time.monotonic_ns()}@%h",
+                *(
+                    ["--beat", "--schedule", str(self.log_path.with_suffix(".beat"))]
+                    if self.beat
+                    else []
+                ),
+            ],
+            cwd=BACKEND_DIR,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no acknowledgement — what a crashed machine looks like."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+    def log_tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def worker_env(*, broker_url: str, api_url: str, mail_dir: Path, **extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        **test_database_env(),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "CELERY_BROKER_URL": broker_url,
+        "REDIS_URL": broker_url,
+        "LABGPU_PROVIDER_REDIS_URL": broker_url,
+        "LABGPU_PUBLIC_API_URL": api_url,
+        "LABGPU_POLL_INTERVAL_S": "0.3",
+        "LABGPU_TASK_VISIBILITY_TIMEOUT_S": "4",
+        "LABGPU_STUCK_AFTER_S": "3",
+        "LABGPU_BEAT_SCALE": "0.05",
+        "DJANGO_EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+        "LABGPU_EMAIL_FILE_PATH": str(mail_dir),
+        "PYTHONPATH": str(BACKEND_DIR),
+    }
+    env.update(extra)
+    return env

@@ -1,0 +1,59 @@
+import csv
+import io
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from labgpu.usage.selectors import usage_aggregate, usage_visible_to
+from labgpu.usage.serializers import UsageQuerySerializer, UsageRowSerializer
+
+
+class CSVRenderer(BaseRenderer):
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):  # type: ignore[no-untyped-def]
+        rows = data if isinstance(data, list) else [data]
+        out = io.StringIO()
+        if rows:
+            columns = list(dict.fromkeys(key for row in rows for key in row))
+            writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+        return out.getvalue().encode()
+
+
+class UsageView(APIView):
+    """GPU-hours and cost by lab, user, pool, instance type and day over a range; `?format=csv`
+    exports the same rows. Researchers see their own use, lab admins their labs'."""
+
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(
+        parameters=[UsageQuerySerializer, OpenApiParameter("format", str, enum=["json", "csv"])],
+        responses=UsageRowSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        query = UsageQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        data = query.validated_data
+        records = usage_visible_to(request.user).filter(
+            started_at__lt=data["end"], ended_at__gt=data["start"]
+        )
+        if "lab" in data:
+            records = records.filter(lab_id=data["lab"])
+        rows = usage_aggregate(
+            records,
+            start=data["start"],
+            end=data["end"],
+            group_by=data["group_by"],
+            include_provider_cost=data["include_provider_cost"] and request.user.is_site_admin,
+        )
+        response = Response(UsageRowSerializer(rows, many=True).data)
+        if getattr(request.accepted_renderer, "format", "") == "csv":
+            response["Content-Disposition"] = 'attachment; filename="labgpu-usage.csv"'
+        return response

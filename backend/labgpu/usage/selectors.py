@@ -1,0 +1,83 @@
+"""Usage aggregates by lab, user, pool and day; each record is split across the days it spans."""
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+from django.db.models import QuerySet
+
+from labgpu.accounts.models import User
+from labgpu.accounts.selectors import admin_lab_ids_of
+from labgpu.core.timeutils import overlap
+from labgpu.usage.models import UsageRecord
+
+GROUPS = ("lab", "user", "pool", "day", "instance_type")
+
+
+def usage_visible_to(user: User) -> QuerySet[UsageRecord]:
+    """Site admins: all; lab admins: their labs; researchers: their own use."""
+    records = UsageRecord.objects.select_related("lab", "user", "pool", "instance_type")
+    if user.is_site_admin:
+        return records
+    return records.filter(lab_id__in=admin_lab_ids_of(user)) | records.filter(user=user)
+
+
+def _days(start: datetime, end: datetime) -> Iterable[tuple[date, datetime, datetime]]:
+    day = start.date()
+    while True:
+        begin = datetime(day.year, day.month, day.day, tzinfo=start.tzinfo)
+        if begin >= end:
+            return
+        yield day, begin, begin + timedelta(days=1)
+        day += timedelta(days=1)
+
+
+def usage_aggregate(
+    records: Iterable[UsageRecord],
+    *,
+    start: datetime,
+    end: datetime,
+    group_by: list[str],
+    include_provider_cost: bool = False,
+) -> list[dict]:
+    totals: dict[tuple, dict] = defaultdict(
+        lambda: {"gpu_hours": Decimal(0), "cost": Decimal(0), "seconds": 0}
+    )
+    for record in records:
+        if not record.charged_to_lab and not include_provider_cost:
+            continue
+        for day, day_start, day_end in _days(
+            max(start, record.started_at), min(end, record.ended_at)
+        ):
+            seconds = overlap(
+                record.started_at, record.ended_at, day_start, day_end
+            ).total_seconds()
+            seconds = min(seconds, overlap(start, end, day_start, day_end).total_seconds())
+            if seconds <= 0:
+                continue
+            key_parts = {
+                "lab": (record.lab_id, record.lab.name),
+                "user": (record.user_id, record.user.username),
+                "pool": (record.pool_id, record.pool.name),
+                "instance_type": (record.instance_type_id, record.instance_type.name),
+                "day": (day.isoformat(), day.isoformat()),
+            }
+            key = tuple(key_parts[group] for group in group_by)
+            row = totals[key]
+            hours = Decimal(seconds) / 3600
+            row["gpu_hours"] += hours * record.gpu_count
+            row["cost"] += hours * record.price_per_hour
+            row["seconds"] += int(seconds)
+    rows = []
+    for key, row in sorted(totals.items(), key=lambda item: tuple(str(k[1]) for k in item[0])):
+        out: dict = {}
+        for group, (ident, label) in zip(group_by, key, strict=True):
+            out[group] = ident
+            if group != "day":
+                out[f"{group}_name"] = label
+        out["gpu_hours"] = row["gpu_hours"].quantize(Decimal("0.01"))
+        out["cost"] = row["cost"].quantize(Decimal("0.01"))
+        out["seconds"] = row["seconds"]
+        rows.append(out)
+    return rows

@@ -1,0 +1,59 @@
+from rest_framework import serializers
+
+from labgpu.api.fields import AwareDateTimeField
+from labgpu.usage.selectors import GROUPS
+
+
+class UsageQuerySerializer(serializers.Serializer):
+    start = AwareDateTimeField()
+    end = AwareDateTimeField()
+    group_by = serializers.CharField(
+        default="lab,day", help_text=f"Comma-separated, from: {', '.join(GROUPS)}"
+    )
+    lab = serializers.IntegerField(required=False)
+    include_provider_cost = serializers.BooleanField(
+        default=False, help_text="Site admins: also count failed nodes (the provider's cost)."
+    )
+
+    def validate_group_by(self, value: str) -> list[str]:
+        groups = [part.strip() for part in value.split(",") if part.strip()]
+        unknown = [group for group in groups if group not in GROUPS]
+        if unknown or not groups or len(set(groups)) != len(groups):
+            raise serializers.ValidationError(f"Choose distinct values from {', '.join(GROUPS)}.")
+        return groups
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["end"] <= attrs["start"]:
+            raise serializers.ValidationError(
+                {
+                    "end": [
+                        serializers.ErrorDetail(
+                            "The end must be after the start.", code="end_before_start"
+                        )
+                    ]
+                }
+            )
+        if (attrs["end"] - attrs["start"]).days > 400:
+            raise serializers.ValidationError(
+                {
+                    "end": [
+                        serializers.ErrorDetail("Ask for at most 400 days.", code="range_too_long")
+                    ]
+                }
+            )
+        return attrs
+
+
+class UsageRowSerializer(serializers.Serializer):
+    lab = serializers.IntegerField(required=False)
+    lab_name = serializers.CharField(required=False)
+    user = serializers.IntegerField(required=False)
+    user_name = serializers.CharField(required=False)
+    pool = serializers.IntegerField(required=False)
+    pool_name = serializers.CharField(required=False)
+    instance_type = serializers.IntegerField(required=False)
+    instance_type_name = serializers.CharField(required=False)
+    day = serializers.DateField(required=False)
+    gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=2)
+    cost = serializers.DecimalField(max_digits=14, decimal_places=2)
+    seconds = serializers.IntegerField()

@@ -1,0 +1,37 @@
+from decimal import Decimal
+
+from labgpu.bookings.models import Booking
+from labgpu.provisioning.models import Node
+from labgpu.usage.models import UsageRecord
+
+
+def usage_record_node(*, node: Node) -> UsageRecord | None:
+    """Meter a destroyed node: billable from its creation at the provider to confirmed destroy."""
+    if node.provider_created_at is None or node.destroyed_at is None:
+        return None  # no droplet was ever made: nothing was billed
+    booking = node.booking
+    record, _ = UsageRecord.objects.get_or_create(
+        node=node,
+        defaults={
+            "booking": booking,
+            "lab_id": booking.lab_id,
+            "user_id": booking.user_id,
+            "pool_id": booking.pool_id,
+            "instance_type_id": booking.pool.instance_type_id,
+            "started_at": node.provider_created_at,
+            "ended_at": node.destroyed_at,
+            "seconds": max(0, int((node.destroyed_at - node.provider_created_at).total_seconds())),
+            "gpu_count": booking.gpu_count,
+            "price_per_hour": booking.price_per_hour,
+            "charged_to_lab": node.failed_at is None,
+        },
+    )
+    return record
+
+
+def booking_meter(*, booking: Booking) -> None:
+    """Final usage of a booking: only nodes that served the lab count against quota and bill."""
+    charged = [r for r in booking.usage_records.all() if r.charged_to_lab]
+    gpu_hours = sum((r.gpu_hours for r in charged), Decimal(0))
+    cost = sum((r.cost for r in charged), Decimal(0))
+    Booking.objects.filter(pk=booking.pk).update(consumed_gpu_hours=gpu_hours, actual_cost=cost)

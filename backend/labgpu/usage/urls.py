@@ -1,0 +1,5 @@
+from django.urls import path
+
+from labgpu.usage import apis
+
+urlpatterns = [path("usage/", apis.UsageView.as_view(), name="usage")]
