@@ -84,6 +84,35 @@ describe('booking', () => {
     await page.locator('[data-testid=booking-status][data-status=scheduled]').waitFor()
   })
 
+  it('dragging across free time in the calendar opens the form prefilled', async () => {
+    const alice = await signIn(browser, 'alice')
+    const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)
+    const day = new Date(Date.now() + 9 * 86_400_000).toISOString().slice(0, 10)
+    const page = alice.page
+    await page.goto(`/calendar/${pool.id}?date=${day}&view=day&time=08:00`)
+    const column = page.locator('[data-testid=calendar] .ec-body .ec-day').last()
+    await column.waitFor()
+    // The column is taller than the view (it scrolls), so aim just below the visible header.
+    const box = await column.boundingBox()
+    const header = await page.locator('[data-testid=calendar] .ec-header').boundingBox()
+    const x = box.x + box.width / 2
+    const top = header.y + header.height + 30
+    await page.mouse.move(x, top)
+    await page.mouse.down()
+    await page.mouse.move(x, top + 60, { steps: 8 })
+    await page.mouse.move(x, top + 120, { steps: 8 })
+    await page.mouse.up()
+    await page.waitForURL(/\/bookings\/new\?/)
+    const url = new URL(page.url())
+    assert.equal(url.searchParams.get('pool'), String(pool.id))
+    const start = new Date(url.searchParams.get('start'))
+    const end = new Date(url.searchParams.get('end'))
+    assert.ok(end > start)
+    const { timezone } = await me(alice.context)
+    assert.equal(await page.inputValue('#booking-start'), wallTime(start.toISOString(), timezone))
+    assert.equal(await page.inputValue('#booking-end'), wallTime(end.toISOString(), timezone))
+  })
+
   it('the booking form works from the keyboard alone', async () => {
     const alice = await signIn(browser, 'alice')
     const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)

@@ -50,6 +50,7 @@ describe('pages', () => {
     ['alice', '/tokens', 'tokens'],
     ['alice', '/profile', 'profile'],
     ['bob', '/approvals', 'approvals-lab-admin'],
+    ['bob', '/labs', 'lab-members'],
     ['carol', '/approvals', 'approvals-site-admin'],
   ]
   for (const [user, path, name] of pages) {

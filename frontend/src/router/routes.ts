@@ -57,6 +57,12 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.approvals', role: 'admin' },
   },
   {
+    path: '/labs/:labId(\\d+)?',
+    name: 'lab-members',
+    component: () => import('@/views/labs/LabMembersView.vue'),
+    meta: { title: 'nav.members', role: 'lab_admin' },
+  },
+  {
     path: '/quotas',
     name: 'quotas',
     component: () => import('@/views/quotas/QuotaListView.vue'),
