@@ -32,7 +32,7 @@ def emulator(tmp_path):
 
 @pytest.fixture
 def celery_broker(redis_server):
-    """Point this process's Celery app at the test broker, so `.delay()` here reaches the workers."""
+    """Point this process's Celery app at the test broker: `.delay()` here reaches the workers."""
     from config.celery import app
 
     saved = app.conf.broker_url, dict(app.conf.broker_transport_options or {})

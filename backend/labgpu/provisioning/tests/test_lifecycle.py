@@ -4,8 +4,6 @@ DigitalOcean emulator over HTTP, and the real agent in fixture mode reporting to
 Every scenario ends with zero droplets left at the provider (I-3) and usage that charges the lab
 only for nodes that served it (I-5)."""
 
-from decimal import Decimal
-
 import pytest
 
 from conftest import client_for
@@ -87,3 +85,109 @@ def test_booking_becomes_a_checked_node_and_is_torn_down_and_metered(lifecycle, 
     assert booking.consumed_gpu_hours == usage.gpu_hours
     assert booking.actual_cost == usage.cost
     assert "is ready" in lifecycle.mails()
+
+
+def complete_and_check(world, alice, booking_id: int) -> Booking:
+    end_early(alice, booking_id)
+    booking = wait_status(world, booking_id, "completed")
+    assert_no_orphans(world)
+    assert not Node.objects.filter(booking_id=booking_id).exclude(status="destroyed").exists()
+    charged = [u for u in UsageRecord.objects.filter(booking_id=booking_id) if u.charged_to_lab]
+    assert booking.consumed_gpu_hours == sum((u.gpu_hours for u in charged), 0)
+    return booking
+
+
+def test_a_429_storm_is_ridden_out(lifecycle, alice):
+    lifecycle.emulator.configure(rate_limit=2, rate_window_s=4)
+    lifecycle.start_worker()
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_status(lifecycle, booking_id, "ready")
+    complete_and_check(lifecycle, alice, booking_id)
+    assert lifecycle.emulator.state()["counters"]["rate_limited"] > 0
+
+
+def test_retried_provision_adopts_the_droplet_a_5xx_hid(lifecycle, alice):
+    """I-4: the create succeeded but answered 500; the retry must adopt, not create again."""
+    lifecycle.emulator.fail_next("POST", "/v2/droplets", 500, after_create=True)
+    lifecycle.start_worker()
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_status(lifecycle, booking_id, "ready")
+    assert len(lifecycle.emulator.droplets()) == 1
+    assert lifecycle.emulator.state()["counters"]["creates"] == 1
+    assert Node.objects.filter(booking_id=booking_id).count() == 1
+    complete_and_check(lifecycle, alice, booking_id)
+
+
+def test_worker_killed_mid_provision_leaves_exactly_one_droplet(lifecycle, alice):
+    # The droplet is made, then the answer is held back while we SIGKILL the worker.
+    lifecycle.emulator.set_faults(next=[{"method": "POST", "path": "/v2/droplets", "delay_s": 5}])
+    worker = lifecycle.start_worker()
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_for(lambda: lifecycle.emulator.droplets(), timeout_s=60, message="the droplet")
+    worker.kill()
+    lifecycle.start_worker()
+    wait_status(lifecycle, booking_id, "ready")
+    assert lifecycle.emulator.state()["counters"]["creates"] == 1
+    complete_and_check(lifecycle, alice, booking_id)
+
+
+def test_redis_restarted_mid_run(lifecycle, alice):
+    lifecycle.emulator.configure(boot_delay_s=3)
+    lifecycle.start_worker()
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_for(lambda: lifecycle.emulator.droplets(), timeout_s=60, message="the droplet")
+    lifecycle.redis.restart(down_s=2)  # queued messages are lost: sweeps must re-drive the work
+    wait_status(lifecycle, booking_id, "ready")
+    complete_and_check(lifecycle, alice, booking_id)
+
+
+def test_droplet_vanishing_while_ready_is_replaced(lifecycle, alice):
+    lifecycle.start_worker()
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_status(lifecycle, booking_id, "ready")
+    first = Node.objects.get(booking_id=booking_id)
+    lifecycle.emulator.vanish(int(first.provider_id))
+    wait_for(lambda: Node.objects.filter(booking_id=booking_id, attempt=2, status="ready").exists(),
+             timeout_s=90, message="the replacement node")
+    first.refresh_from_db()
+    assert first.failure_reason and first.failed_at
+    booking = complete_and_check(lifecycle, alice, booking_id)
+    assert UsageRecord.objects.get(node=first).charged_to_lab is False
+    assert booking.consumed_gpu_hours == UsageRecord.objects.get(node__attempt=2).gpu_hours
+
+
+def test_destroy_failing_several_times_still_ends_with_no_droplet(lifecycle, alice):
+    lifecycle.start_worker()
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_status(lifecycle, booking_id, "ready")
+    lifecycle.emulator.fail_next("DELETE", "/v2/droplets/*", 500, times=6)
+    complete_and_check(lifecycle, alice, booking_id)
+
+
+def test_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycle, alice):
+    lifecycle.emulator.set_faults(size_profiles={"gpu-mi300x1-192gb": "none"})
+    lifecycle.start_worker(LABGPU_AGENT_REPORT_TIMEOUT_S="2")
+    booking_id = create_booking(alice, lifecycle.pool)
+    booking = wait_status(lifecycle, booking_id, "failed", timeout_s=120)
+    assert "never reported" in booking.failure_reason
+    assert Node.objects.filter(booking_id=booking_id).count() == 2
+    assert_no_orphans(lifecycle)
+    wait_for(lambda: UsageRecord.objects.filter(booking_id=booking_id).count() == 2,
+             timeout_s=30, message="both failed nodes metered")
+    assert not UsageRecord.objects.filter(booking_id=booking_id, charged_to_lab=True).exists()
+    booking.refresh_from_db()
+    assert booking.consumed_gpu_hours in (None, 0)
+    assert "failed" in lifecycle.mails()
+
+
+def test_failing_health_report_replaces_once_then_fails_with_the_findings(lifecycle, alice):
+    lifecycle.emulator.set_faults(size_profiles={"gpu-mi300x1-192gb": "ecc-errors"})
+    lifecycle.start_worker()
+    booking_id = create_booking(alice, lifecycle.pool)
+    booking = wait_status(lifecycle, booking_id, "failed", timeout_s=120)
+    assert "health checks" in booking.failure_reason
+    failed_nodes = HealthReport.objects.filter(node__booking_id=booking_id, verdict="fail")
+    assert failed_nodes.values("node").distinct().count() == 2
+    assert_no_orphans(lifecycle)
+    detail = client_for(alice).get(f"/api/v1/bookings/{booking_id}/").json()
+    assert detail["status"] == "failed" and "ECC" in detail["failure_reason"].upper()
