@@ -5,9 +5,10 @@ from __future__ import annotations
 import builtins
 import json
 
+from conftest import LOCAL_FIXTURES
+
 from labgpu_agent.cli import main
 from labgpu_agent.smoke import run_smoke
-from tests.conftest import LOCAL_FIXTURES
 
 
 def test_parse_prints_normalised_facts(capsys):

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import shared_fixtures_dir
 
 from labgpu_agent.parsers import parse
-from tests.conftest import shared_fixtures_dir
 
 COVERED = {
     "amd/amd-smi_default_mi300x-vf_digitalocean_rocm7.2.4.txt",

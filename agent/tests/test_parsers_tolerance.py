@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import LOCAL_FIXTURES
 
 from labgpu_agent.collect import RawOutput, facts_from_outputs
 from labgpu_agent.parsers import ParseError, parse
-from tests.conftest import LOCAL_FIXTURES
 
 # `amd-smi list` on an MI300X in CPX mode: one device, eight logical GPUs of 38 CUs each.
 CPX_LIST = "\n".join(

@@ -6,10 +6,10 @@ import copy
 import json
 
 import pytest
+from conftest import LOCAL_FIXTURES
 
 import labgpu_agent
 from labgpu_agent import ReportValidationError, validate_report
-from tests.conftest import LOCAL_FIXTURES
 
 RECORDED = sorted((LOCAL_FIXTURES / "h200").glob("run*/check*.json"))
 
