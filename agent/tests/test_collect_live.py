@@ -1,0 +1,48 @@
+"""Live collection runs the real tools; here they are stand-ins on PATH that print recordings."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from conftest import LOCAL_FIXTURES
+
+from labgpu_agent.checks import run_checks
+from labgpu_agent.collect import collect_live, facts_from_outputs
+from labgpu_agent.profiles import get_profile
+
+PROFILE_DIR = Path(__file__).resolve().parents[1] / "src/labgpu_agent/fixture_profiles/healthy-h200"
+
+
+def fake_tool(bin_dir: Path, name: str, script: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def test_live_collection_on_an_nvidia_node_reads_every_tool(tmp_path, monkeypatch):
+    xml = PROFILE_DIR / "nvidia-smi-q-x.xml"
+    csv = LOCAL_FIXTURES / "h200" / "captures" / "nvidia-smi-query.csv"
+    fake_tool(tmp_path, "nvidia-smi", f'case "$1" in -q) cat "{xml}";; *) cat "{csv}";; esac\n')
+    fake_tool(
+        tmp_path,
+        "dmesg",
+        "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1\n",
+    )
+    fake_tool(tmp_path, "journalctl", "exit 0\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HSA_OVERRIDE_GFX_VERSION", "9.0.0")
+
+    outputs = collect_live("nvidia")
+    facts = facts_from_outputs(outputs)
+
+    assert facts.sources["nvidia-smi-xml"] == "ok" and facts.sources["nvidia-smi-csv"] == "ok"
+    assert facts.sources["dmesg"] == "ok"  # fell back to journalctl when dmesg was refused
+    (gpu,) = facts.gpus
+    assert gpu.model == "NVIDIA H200" and gpu.compute_capability == "9.0"
+    assert facts.environment == {"HSA_OVERRIDE_GFX_VERSION": "9.0.0"}
+    assert "amd-smi-static" not in outputs  # no AMD tools are run for an NVIDIA profile
+    # On this test machine the device nodes do not exist, which the checks must say.
+    found = {f.id for f in run_checks(facts, get_profile("h200"))}
+    assert "devices.inaccessible" in found and "gpu.count" not in found
