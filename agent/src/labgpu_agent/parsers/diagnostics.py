@@ -14,7 +14,6 @@ _RVS_MET = re.compile(
     r"\[(?P<action>[^\]]+)\] \[GPU:: (?P<gpu>\d+)\] GFLOPS (?P<gflops>\d+)"
     r" Target GFLOPS: \S+ met: (?P<met>\w+)"
 )
-_RVS_GPUS = re.compile(r"^\|\s*GPUs\s*\|\s*(?P<count>\d+)\s*\|", re.MULTILINE)
 _RVS_VERSION = re.compile(r"^\|\s*ROCm version\s*\|\s*(?P<v>\S+)\s*\|", re.MULTILINE)
 
 
@@ -38,8 +37,6 @@ def parse_rvs(text: str) -> Facts:
             )
     if version := _RVS_VERSION.search(body):
         facts.rocm_version = version.group("v").split("-")[0]
-    if count := _RVS_GPUS.search(body):
-        facts.tool_versions["rvs-gpu-count"] = count.group("count")
     return facts
 
 
