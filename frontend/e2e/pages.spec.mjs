@@ -51,6 +51,8 @@ describe('pages', () => {
     ['alice', '/profile', 'profile'],
     ['bob', '/approvals', 'approvals-lab-admin'],
     ['bob', '/labs', 'lab-members'],
+    ['bob', '/usage', 'usage'],
+    ['carol', '/nodes', 'nodes'],
     ['carol', '/approvals', 'approvals-site-admin'],
   ]
   for (const [user, path, name] of pages) {

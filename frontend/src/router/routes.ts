@@ -69,6 +69,18 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.quotas' },
   },
   {
+    path: '/usage',
+    name: 'usage',
+    component: () => import('@/views/usage/UsageView.vue'),
+    meta: { title: 'nav.usage' },
+  },
+  {
+    path: '/nodes',
+    name: 'nodes',
+    component: () => import('@/views/admin/NodeListView.vue'),
+    meta: { title: 'nav.nodes', role: 'site_admin' },
+  },
+  {
     path: '/tokens',
     name: 'tokens',
     component: () => import('@/views/account/TokenListView.vue'),

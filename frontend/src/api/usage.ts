@@ -1,0 +1,31 @@
+import { api, unwrap } from './client'
+import type { UsageRow } from './types'
+
+export type UsageGroup = 'lab' | 'user' | 'pool' | 'day' | 'instance_type'
+
+export interface UsageQuery {
+  start: string
+  end: string
+  group_by: UsageGroup[]
+  lab?: number
+}
+
+export function usage(query: UsageQuery): Promise<UsageRow[]> {
+  return unwrap(
+    api.GET('/api/v1/usage/', {
+      params: { query: { ...query, group_by: query.group_by.join(','), format: 'json' } },
+    }),
+  )
+}
+
+/** The same rows as CSV, for a download link (the session cookie authorises it). */
+export function usageCsvUrl(query: UsageQuery): string {
+  const params = new URLSearchParams({
+    start: query.start,
+    end: query.end,
+    group_by: query.group_by.join(','),
+    format: 'csv',
+  })
+  if (query.lab != null) params.set('lab', String(query.lab))
+  return `/api/v1/usage/?${params}`
+}

@@ -1,0 +1,90 @@
+import type { UsageRow } from '@/api/types'
+import type { UsageGroup } from '@/api/usage'
+
+export type UsageMetric = 'gpu_hours' | 'cost'
+
+/** Every day from `start` to `end` inclusive, as `YYYY-MM-DD`. */
+export function daysBetween(start: string, end: string): string[] {
+  const out: string[] = []
+  const d = new Date(`${start}T00:00:00Z`)
+  const last = new Date(`${end}T00:00:00Z`)
+  while (d <= last && out.length < 400) {
+    out.push(d.toISOString().slice(0, 10))
+    d.setUTCDate(d.getUTCDate() + 1)
+  }
+  return out
+}
+
+export function groupLabel(row: UsageRow, group: UsageGroup): string {
+  switch (group) {
+    case 'lab':
+      return row.lab_name ?? `#${row.lab}`
+    case 'user':
+      return row.user_name ?? `#${row.user}`
+    case 'pool':
+      return row.pool_name ?? `#${row.pool}`
+    case 'instance_type':
+      return row.instance_type_name ?? `#${row.instance_type}`
+    default:
+      return row.day ?? ''
+  }
+}
+
+/** Rows grouped by (group, day) as one series per group over `days`, for a stacked bar chart. */
+export function stackByDay(rows: UsageRow[], group: UsageGroup, metric: UsageMetric, days: string[]) {
+  const index = new Map(days.map((d, i) => [d, i]))
+  const series = new Map<string, number[]>()
+  for (const row of rows) {
+    const i = row.day ? index.get(row.day.slice(0, 10)) : undefined
+    if (i === undefined) continue
+    const name = groupLabel(row, group)
+    const values = series.get(name) ?? days.map(() => 0)
+    values[i]! += Number(row[metric])
+    series.set(name, values)
+  }
+  return [...series.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, data]) => ({ name, data: data.map((v) => Math.round(v * 100) / 100) }))
+}
+
+export function totalsBy(rows: UsageRow[], group: UsageGroup) {
+  const totals = new Map<string, { gpuHours: number; cost: number }>()
+  for (const row of rows) {
+    const name = groupLabel(row, group)
+    const t = totals.get(name) ?? { gpuHours: 0, cost: 0 }
+    t.gpuHours += Number(row.gpu_hours)
+    t.cost += Number(row.cost)
+    totals.set(name, t)
+  }
+  return [...totals.entries()].map(([name, t]) => ({ name, ...t })).sort((a, b) => b.gpuHours - a.gpuHours)
+}
+
+/**
+ * Share of a pool's GPU-hours used per day: used / (capacity × GPUs per node × 24 h), as a
+ * [dayIndex, poolIndex, percent] triple per cell for a heatmap.
+ */
+export function utilisationCells(
+  rows: UsageRow[],
+  pools: { id: number; name: string; gpuHoursPerDay: number }[],
+  days: string[],
+): [number, number, number][] {
+  const dayIndex = new Map(days.map((d, i) => [d, i]))
+  const poolIndex = new Map(pools.map((p, i) => [p.id, i]))
+  const used = new Map<string, number>()
+  for (const row of rows) {
+    const d = row.day ? dayIndex.get(row.day.slice(0, 10)) : undefined
+    const p = row.pool != null ? poolIndex.get(row.pool) : undefined
+    if (d === undefined || p === undefined) continue
+    const key = `${d}:${p}`
+    used.set(key, (used.get(key) ?? 0) + Number(row.gpu_hours))
+  }
+  const cells: [number, number, number][] = []
+  pools.forEach((pool, p) => {
+    days.forEach((_, d) => {
+      const hours = used.get(`${d}:${p}`) ?? 0
+      const pct = pool.gpuHoursPerDay > 0 ? Math.min(100, Math.round((hours / pool.gpuHoursPerDay) * 1000) / 10) : 0
+      cells.push([d, p, pct])
+    })
+  })
+  return cells
+}
