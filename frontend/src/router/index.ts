@@ -37,8 +37,10 @@ router.beforeEach(async (to) => {
   return guard(to, session)
 })
 
-router.afterEach((to) => {
-  const key = to.meta.title
+export function updateTitle(route: RouteLocationNormalized = router.currentRoute.value): void {
+  const key = route.meta.title
   const app = i18n.global.t('app.name')
   document.title = key ? `${i18n.global.t(key)} · ${app}` : app
-})
+}
+
+router.afterEach((to) => updateTitle(to))

@@ -41,6 +41,7 @@ export interface CalendarEventInput {
   title: string
   resourceIds: string[]
   display?: 'auto' | 'background'
+  allDay?: boolean
   classNames?: string[]
   extendedProps?: Record<string, unknown>
 }
@@ -92,4 +93,81 @@ export function toCalendarEvents(
 export function laneCountFor(busy: readonly BusyBlock[], capacity: number): number {
   const lanes = assignLanes(busy).reduce((max, a) => Math.max(max, a.lane), 0)
   return Math.max(capacity, lanes, 1)
+}
+
+export interface MonthLabels {
+  day: (count: number, peak: number, capacity: number) => string
+  mine: (count: number) => string
+}
+
+/**
+ * A month of one pool as one summary per day (bookings, peak concurrency, mine) instead of every
+ * booking: a month grid cannot show hundreds of bookings usefully, and laying them all out is slow.
+ * Days are wall-clock days in `timeZone`; a booking spanning midnight counts on both days.
+ */
+export function monthSummaryEvents(
+  busy: readonly BusyBlock[],
+  capacity: number,
+  timeZone: string,
+  labels: MonthLabels,
+): CalendarEventInput[] {
+  const days = new Map<string, { count: number; mine: number; edges: [number, number][] }>()
+  for (const block of busy) {
+    const startWall = toCalendarString(block.start, timeZone)
+    const endWall = toCalendarString(new Date(Date.parse(block.end) - 1), timeZone)
+    for (let day = startWall.slice(0, 10); day <= endWall.slice(0, 10); day = nextDay(day)) {
+      const entry = days.get(day) ?? { count: 0, mine: 0, edges: [] }
+      entry.count += 1
+      if (block.mine) entry.mine += 1
+      // Clip to the day (in wall-clock minutes) for the peak computation.
+      const from = day === startWall.slice(0, 10) ? minutesOf(startWall) : 0
+      const to = day === endWall.slice(0, 10) ? minutesOf(endWall) + 1 : 24 * 60
+      entry.edges.push([from, 1], [to, -1])
+      days.set(day, entry)
+    }
+  }
+  const events: CalendarEventInput[] = []
+  for (const [day, entry] of days) {
+    entry.edges.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+    let live = 0
+    let peak = 0
+    for (const [, delta] of entry.edges) {
+      live += delta
+      peak = Math.max(peak, live)
+    }
+    const full = peak >= capacity
+    events.push({
+      id: `day-${day}`,
+      start: `${day} 00:00:00`,
+      end: `${nextDay(day)} 00:00:00`,
+      title: labels.day(entry.count, peak, capacity),
+      resourceIds: [],
+      allDay: true,
+      classNames: ['ev-summary', full ? 'ev-summary-full' : 'ev-summary-free'],
+      extendedProps: { day },
+    })
+    if (entry.mine) {
+      events.push({
+        id: `mine-${day}`,
+        start: `${day} 00:00:00`,
+        end: `${nextDay(day)} 00:00:00`,
+        title: labels.mine(entry.mine),
+        resourceIds: [],
+        allDay: true,
+        classNames: ['ev-mine'],
+        extendedProps: { day },
+      })
+    }
+  }
+  return events
+}
+
+function nextDay(day: string): string {
+  const d = new Date(`${day}T00:00:00Z`)
+  d.setUTCDate(d.getUTCDate() + 1)
+  return d.toISOString().slice(0, 10)
+}
+
+function minutesOf(wall: string): number {
+  return Number(wall.slice(11, 13)) * 60 + Number(wall.slice(14, 16))
 }

@@ -51,3 +51,21 @@ export function parseSmoke(raw: unknown): SmokeResult[] {
     reason: typeof s.reason === 'string' ? s.reason : null,
   }))
 }
+
+/** Per smoke test, its measured values over time (oldest first), for a throughput history chart. */
+export function smokeHistory(
+  reports: { collected_at: string; smoke?: unknown }[],
+): { name: string; unit: string; points: [string, number][] }[] {
+  const byName = new Map<string, { unit: string; points: [string, number][] }>()
+  const sorted = [...reports].sort((a, b) => Date.parse(a.collected_at) - Date.parse(b.collected_at))
+  for (const report of sorted) {
+    for (const s of parseSmoke(report.smoke)) {
+      if (s.value == null || s.status === 'skipped') continue
+      const name = `${s.name} (${s.metric})`
+      const entry = byName.get(name) ?? { unit: s.unit, points: [] }
+      entry.points.push([report.collected_at, s.value])
+      byName.set(name, entry)
+    }
+  }
+  return [...byName.entries()].map(([name, e]) => ({ name, ...e }))
+}

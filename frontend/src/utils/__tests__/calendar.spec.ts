@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 
 import type { Blackout, BusyBlock } from '@/api/types'
-import { assignLanes, laneCountFor, laneResources, toCalendarEvents } from '../calendar'
+import { assignLanes, laneCountFor, laneResources, monthSummaryEvents, toCalendarEvents } from '../calendar'
 
 const labels = { mine: 'Mine', busy: 'Busy', blackout: 'Maintenance', lane: (n: number) => `Node ${n}` }
 
@@ -58,5 +58,36 @@ describe('calendar events', () => {
       title: 'Maintenance: Firmware',
       start: '2026-12-02 00:00:00',
     })
+  })
+})
+
+describe('month summaries', () => {
+  const monthLabels = {
+    day: (count: number, peak: number, capacity: number) => `${count} · ${peak}/${capacity}`,
+    mine: (count: number) => `mine ${count}`,
+  }
+
+  it('sums each day: bookings, peak concurrency and mine, in the user’s zone', () => {
+    const events = monthSummaryEvents(
+      [
+        block('2026-12-01T01:00:00Z', '2026-12-01T03:00:00Z', { mine: true }),
+        block('2026-12-01T02:00:00Z', '2026-12-01T04:00:00Z'),
+        block('2026-12-01T05:00:00Z', '2026-12-01T06:00:00Z'),
+      ],
+      2,
+      'UTC',
+      monthLabels,
+    )
+    expect(events.map((e) => [e.id, e.title, e.classNames])).toEqual([
+      ['day-2026-12-01', '3 · 2/2', ['ev-summary', 'ev-summary-full']],
+      ['mine-2026-12-01', 'mine 1', ['ev-mine']],
+    ])
+  })
+
+  it('counts a booking across midnight on both days of the user’s calendar', () => {
+    // 15:00–17:00 UTC is 23:00–01:00 in Shanghai.
+    const events = monthSummaryEvents([block('2026-12-01T15:00:00Z', '2026-12-01T17:00:00Z')], 4, 'Asia/Shanghai', monthLabels)
+    expect(events.map((e) => e.id)).toEqual(['day-2026-12-01', 'day-2026-12-02'])
+    expect(events.every((e) => e.classNames?.includes('ev-summary-free'))).toBe(true)
   })
 })
