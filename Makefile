@@ -56,13 +56,26 @@ else
 endif
 
 .PHONY: run
-run: migrate frontend ## Migrate, load demo data once, and serve http://127.0.0.1:$(PORT)
+run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(PORT) with worker and emulator
 	@test -f var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite) || { \
 	  $(MANAGE) seed_demo && touch $(CURDIR)/var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite); }
 	$(MANAGE) collectstatic --noinput --verbosity 0
 	@echo "LabGPU on http://127.0.0.1:$(PORT)  (demo users: alice, bob, carol… password labgpu-demo)"
-	cd $(BACKEND) && exec $(CURDIR)/$(VENV)/bin/gunicorn config.wsgi --bind 127.0.0.1:$(PORT) \
-	  --workers 3 --access-logfile - --graceful-timeout 5
+	cd $(BACKEND) && PORT=$(PORT) EMULATOR_PORT=$(EMULATOR_PORT) VENV_BIN=$(CURDIR)/$(VENV)/bin \
+	  LABGPU_EMULATOR_TOKEN=$${LABGPU_EMULATOR_TOKEN:-emulator-dev-token} \
+	  LABGPU_PUBLIC_API_URL=$${LABGPU_PUBLIC_API_URL:-http://127.0.0.1:$(PORT)} \
+	  exec $(CURDIR)/$(VENV)/bin/honcho --no-prefix -f Procfile start
+
+.PHONY: emulator
+emulator: install ## Run the DigitalOcean emulator alone on 127.0.0.1:$(EMULATOR_PORT)
+	@mkdir -p var
+	cd $(BACKEND) && exec $(PY) -m emulator --host 127.0.0.1 --port $(EMULATOR_PORT) \
+	  --state-file $(CURDIR)/var/emulator.json --agent-cmd $(CURDIR)/$(VENV)/bin/labgpu-agent
+
+.PHONY: worker
+worker: install ## Run a Celery worker with the beat schedule
+	cd $(BACKEND) && exec $(CURDIR)/$(VENV)/bin/celery -A config worker --beat \
+	  --schedule $(CURDIR)/var/celerybeat-schedule --loglevel INFO --pool threads --concurrency 4
 
 .PHONY: dev
 dev: migrate ## Django on :8000 plus Vite with hot reload on :5173

@@ -121,6 +121,8 @@ class Booking(BaseModel):
     @property
     def current_node(self):  # type: ignore[no-untyped-def]
         """The latest attempt's node (nodes are prefetched by the list selector)."""
+        if self.status in (self.Status.PENDING, self.Status.SCHEDULED) or not self.pk:
+            return None  # no node exists before provisioning: spare the query
         nodes = list(self.nodes.all())
         return max(nodes, key=lambda node: node.attempt) if nodes else None
 

@@ -26,6 +26,7 @@ from labgpu.core.timeutils import is_aligned, now
 from labgpu.core.transitions import transition
 from labgpu.quotas.services import quota_check_and_lock, quota_notify_thresholds
 
+EXCLUSION_VIOLATION = "23P01"  # PostgreSQL: booking_live_slot_no_overlap refused the row
 # A start inside the current minute means "now": the booking is on demand and provisions at once.
 ON_DEMAND_TOLERANCE = timedelta(seconds=60)
 Status = Booking.Status
@@ -273,11 +274,14 @@ def booking_create(
                 )
     except IntegrityError as error:
         # Another request with the same key committed first, or the exclusion constraint caught
-        # a race the pool lock should have prevented; both are answered without a 500.
+        # a race the pool lock should have prevented; both are answered without a 500. Any other
+        # integrity error is a bug and must surface as one.
         if idempotency_key:
             replay = _idempotent_replay(user, idempotency_key, request_fingerprint)
             if replay:
                 return replay, False
+        if getattr(error.__cause__, "sqlstate", None) != EXCLUSION_VIOLATION:
+            raise
         raise _pool_full(pool, end - (start or now()), start or now()) from error
     return booking, True
 
@@ -340,9 +344,10 @@ def _booking_create(
         gpu_count=instance_type.gpu_count,
         price_per_hour=instance_type.price_per_hour,
     )
-    quota_check_and_lock(booking=booking)
+    crosses_alert = quota_check_and_lock(booking=booking)
     booking.save()
-    transaction.on_commit(lambda: quota_notify_thresholds(booking=booking))
+    if crosses_alert:  # decided under the quota lock: the common path pays nothing extra
+        transaction.on_commit(lambda: quota_notify_thresholds(booking=booking))
     audit_record(
         actor=user,
         action="booking.create",

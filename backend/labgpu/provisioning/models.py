@@ -73,6 +73,11 @@ class Node(BaseModel):
     failed_at = models.DateTimeField(null=True, blank=True)
     failure_reason = models.TextField(blank=True)
     teardown_attempts = models.PositiveIntegerField(default=0)
+    # A short lease for the one worker talking to the provider about this node, so that a
+    # redelivered task and a re-driven one cannot both create a droplet (I-4). It expires, so a
+    # worker killed while holding it only delays the next attempt.
+    lease_token = models.CharField(max_length=32, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -6,10 +6,14 @@ database transactions; what they produce is recorded with conditional UPDATEs af
 """
 
 import logging
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
@@ -157,9 +161,39 @@ def bookings_remind_ending(*, minutes: int = 15, batch: int = 200) -> int:
 # --- Node steps (tasks) ---------------------------------------------------------------------------
 
 
+@contextmanager
+def _node_lease(node_id: int) -> Iterator[bool]:
+    """Hold the node's provider lease for the block; yields False when another worker has it."""
+    token = secrets.token_hex(8)
+    moment = now()
+    claimed = (
+        Node.objects.filter(pk=node_id)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=moment))
+        .update(
+            lease_token=token,
+            lease_until=moment + timedelta(seconds=settings.LABGPU_PROVIDER_LEASE_S),
+        )
+    )
+    try:
+        yield bool(claimed)
+    finally:
+        if claimed:
+            Node.objects.filter(pk=node_id, lease_token=token).update(
+                lease_token="", lease_until=None
+            )
+
+
 def node_provision(*, node_id: int) -> None:
     """Create (or, on a retry, adopt) the node's droplet. Transient provider errors propagate so
     the task retries; a permanent one fails the node with the provider's message."""
+    with _node_lease(node_id) as mine:
+        if mine:
+            _node_provision(node_id=node_id)
+        else:
+            logger.info("node %s: another worker is provisioning it", node_id)
+
+
+def _node_provision(*, node_id: int) -> None:
     node = Node.objects.select_related("booking__user", "booking__pool__instance_type").get(
         pk=node_id
     )
@@ -184,7 +218,7 @@ def node_provision(*, node_id: int) -> None:
     )
     if not recorded:
         # The node was given up meanwhile (cancelled, failed): its droplet must not outlive it.
-        node_teardown(node_id=node.pk)
+        _node_teardown(node_id=node.pk)
         return
     logger.info("node %s: droplet %s %s", node.pk, droplet.id, "adopted" if adopted else "created")
     _on_commit_enqueue("poll_node", node.pk, countdown=settings.LABGPU_POLL_INTERVAL_S)
@@ -267,8 +301,16 @@ def node_teardown(*, node_id: int) -> None:
     """Destroy the droplet and confirm it is gone; only then is the node `destroyed`.
 
     Without a provider id the create may still have happened (an ambiguous create), so look the
-    node's tag up before believing there is nothing to destroy.
+    node's tag up before believing there is nothing to destroy. Waits for a running provision
+    (the lease) rather than racing it.
     """
+    with _node_lease(node_id) as mine:
+        if not mine:
+            raise NodeBusy(f"node {node_id} is being provisioned; tear down after")
+        _node_teardown(node_id=node_id)
+
+
+def _node_teardown(*, node_id: int) -> None:
     node = Node.objects.get(pk=node_id)
     if node.status == NodeStatus.DESTROYED:
         return
@@ -314,6 +356,10 @@ def node_teardown(*, node_id: int) -> None:
 
 class NodeStillExists(Exception):
     """The provider accepted the destroy but the droplet is still there; retry later."""
+
+
+class NodeBusy(Exception):
+    """Another worker holds the node's provider lease; retry later."""
 
 
 def node_fail(*, node_id: int, reason: str, findings: list | None = None) -> bool:

@@ -10,7 +10,7 @@ from labgpu.provisioning import services
 
 RETRY = {
     "acks_late": True,
-    "autoretry_for": (ProviderTransientError, services.NodeStillExists),
+    "autoretry_for": (ProviderTransientError, services.NodeStillExists, services.NodeBusy),
     "retry_backoff": 2,
     "retry_backoff_max": 120,
     "retry_jitter": True,

@@ -2,7 +2,16 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 
-from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F, Q, Sum, Value
+from django.db.models import (
+    Count,
+    DateTimeField,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Q,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Greatest, Least
 
 from labgpu.bookings.models import Booking
@@ -36,7 +45,12 @@ def booking_gpu_hours_in(booking: Booking, start: datetime, end: datetime) -> De
 
 
 def quota_usage(
-    *, lab_id: int, instance_type_id: int, month: date, exclude_booking_id: int | None = None
+    *,
+    lab_id: int,
+    instance_type_id: int,
+    month: date,
+    exclude_booking_id: int | None = None,
+    quota: Quota | None = None,
 ) -> QuotaUsage:
     """Committed (live, not yet consuming) and used (metered or consuming) GPU-hours in `month`.
 
@@ -44,9 +58,10 @@ def quota_usage(
     bookings a lab makes in a month; only metered bookings are apportioned in Python.
     """
     month_begin, month_end = month_bounds(month)
-    quota = Quota.objects.filter(
-        lab_id=lab_id, instance_type_id=instance_type_id, month=month
-    ).first()
+    if quota is None:
+        quota = Quota.objects.filter(
+            lab_id=lab_id, instance_type_id=instance_type_id, month=month
+        ).first()
     bookings = Booking.objects.filter(
         Q(status__in=Booking.LIVE_STATUSES) | Q(status=Booking.Status.COMPLETED),
         lab_id=lab_id,
@@ -62,19 +77,24 @@ def quota_usage(
     metered = Q(status__in=Booking.CONSUMING_STATUSES, consumed_gpu_hours__isnull=False)
     used = committed = Decimal(0)
     grouped = (
-        bookings.exclude(metered)
-        .values("status", "gpu_count")
-        .annotate(total=Sum(in_month))
+        bookings.values("status", "gpu_count")
+        .annotate(total=Sum(in_month, filter=~metered), metered=Count("pk", filter=metered))
         .order_by()
     )
+    any_metered = False
     for row in grouped:
+        any_metered |= row["metered"] > 0
+        if row["total"] is None:
+            continue
         gpu_hours = Decimal(row["total"].total_seconds()) / 3600 * row["gpu_count"]
         if row["status"] in Booking.CONSUMING_STATUSES:
             used += gpu_hours
         else:
             committed += gpu_hours
-    for booking in bookings.filter(metered).only("start", "end", "status", "consumed_gpu_hours"):
-        used += booking_gpu_hours_in(booking, month_begin, month_end)
+    if any_metered:
+        metered_rows = bookings.filter(metered).only("start", "end", "status", "consumed_gpu_hours")
+        for booking in metered_rows:
+            used += booking_gpu_hours_in(booking, month_begin, month_end)
     return QuotaUsage(
         quota_gpu_hours=quota.gpu_hours if quota else Decimal(0),
         used=used.quantize(TWO_PLACES),

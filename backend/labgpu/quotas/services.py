@@ -15,6 +15,8 @@ from labgpu.core.transitions import transition
 from labgpu.quotas.models import Quota, QuotaRequest
 from labgpu.quotas.selectors import TWO_PLACES, booking_gpu_hours_in, quota_usage
 
+QUOTA_ALERTS = (80, 100)
+
 
 def months_touched(start: datetime, end: datetime) -> list[date]:
     months = [month_start(start)]
@@ -23,13 +25,15 @@ def months_touched(start: datetime, end: datetime) -> list[date]:
     return months
 
 
-def quota_check_and_lock(*, booking: Booking, exclude_booking_id: int | None = None) -> None:
-    """Raise `quota_exceeded` unless every month `booking` touches has room for it.
+def quota_check_and_lock(*, booking: Booking, exclude_booking_id: int | None = None) -> bool:
+    """Raise `quota_exceeded` unless every month `booking` touches has room for it; returns
+    whether the booking crosses an alert threshold (QUOTA_ALERTS) not yet announced.
 
     Must run inside the transaction that writes the booking: the quota rows are locked FOR UPDATE
     so parallel bookings of one lab queue here instead of both seeing the same free hours (I-2).
     """
     instance_type_id = booking.pool.instance_type_id
+    crosses_alert = False
     for month in months_touched(booking.start, booking.end):
         locked = list(
             Quota.objects.select_for_update().filter(
@@ -41,6 +45,7 @@ def quota_check_and_lock(*, booking: Booking, exclude_booking_id: int | None = N
             instance_type_id=instance_type_id,
             month=month,
             exclude_booking_id=exclude_booking_id,
+            quota=locked[0] if locked else None,
         )
         month_begin, month_end = month_bounds(month)
         needed = booking_gpu_hours_in(booking, month_begin, month_end).quantize(TWO_PLACES)
@@ -55,9 +60,11 @@ def quota_check_and_lock(*, booking: Booking, exclude_booking_id: int | None = N
                     "remaining_gpu_hours": str(usage.remaining),
                 },
             )
-
-
-QUOTA_ALERTS = (80, 100)
+        quota = locked[0]
+        if quota.gpu_hours > 0:
+            percent = (usage.used + usage.committed + needed) * 100 / quota.gpu_hours
+            crosses_alert |= any(percent >= t > quota.notified_percent for t in QUOTA_ALERTS)
+    return crosses_alert
 
 
 def quota_notify_thresholds(*, booking: Booking) -> None:

@@ -94,12 +94,33 @@ def lifecycle(
         LABGPU_EMULATOR_TOKEN=EMULATOR_TOKEN,
     )
     workers: list[Worker] = []
+    import threading
+
+    stopping = threading.Event()
 
     class Lifecycle:
         def start_worker(self, **extra_env: str) -> Worker:
             worker = Worker({**env, **extra_env}, tmp_path / f"worker-{len(workers)}.log").start()
             workers.append(worker)
             return worker
+
+        def supervise(self) -> None:
+            """Restart workers that exit, as compose's `restart: unless-stopped` would."""
+            import threading
+            import time
+
+            def loop() -> None:
+                while not stopping.is_set():
+                    for index, worker in enumerate(list(workers)):
+                        if (
+                            worker.process
+                            and worker.process.poll() is not None
+                            and not (worker.killed)
+                        ):
+                            workers[index] = Worker(worker.env, worker.log_path).start()
+                    time.sleep(0.5)
+
+            threading.Thread(target=loop, daemon=True).start()
 
         def mails(self) -> str:
             """Mail sent by the workers (files) and by the API process (the test outbox)."""
@@ -116,6 +137,7 @@ def lifecycle(
     world.pool, world.account, world.emulator, world.redis = pool, account, emulator, redis_server
     world.instance_type = instance_type
     yield world
+    stopping.set()
     for worker in workers:
         worker.stop()
 

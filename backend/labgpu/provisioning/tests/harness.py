@@ -110,6 +110,7 @@ class Worker:
     log_path: Path
     beat: bool = True
     process: subprocess.Popen | None = None
+    killed: bool = False
 
     def start(self) -> Worker:
         self.log = self.log_path.open("ab")
@@ -145,6 +146,7 @@ class Worker:
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no acknowledgement — what a crashed machine looks like."""
+        self.killed = True
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=10)
@@ -175,6 +177,7 @@ def worker_env(*, broker_url: str, api_url: str, mail_dir: Path, **extra: str) -
         "LABGPU_TASK_VISIBILITY_TIMEOUT_S": "4",
         "LABGPU_STUCK_AFTER_S": "3",
         "LABGPU_BEAT_SCALE": "0.05",
+        "LABGPU_PROVIDER_LEASE_S": "10",
         "DJANGO_EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
         "LABGPU_EMAIL_FILE_PATH": str(mail_dir),
         "PYTHONPATH": str(BACKEND_DIR),

@@ -98,12 +98,19 @@ def complete_and_check(world, alice, booking_id: int) -> Booking:
 
 
 def test_a_429_storm_is_ridden_out(lifecycle, alice):
-    lifecycle.emulator.configure(rate_limit=2, rate_window_s=4)
+    lifecycle.emulator.configure(rate_limit=3, rate_window_s=4)
+    storm = [
+        {"method": method, "path": "/v2/droplets*", "status": 429, "times": 3}
+        for method in ("POST", "GET", "DELETE")
+    ]
+    lifecycle.emulator.set_faults(next=storm)
     lifecycle.start_worker()
     booking_id = create_booking(alice, lifecycle.pool)
     wait_status(lifecycle, booking_id, "ready")
     complete_and_check(lifecycle, alice, booking_id)
-    assert lifecycle.emulator.state()["counters"]["rate_limited"] > 0
+    counters = lifecycle.emulator.state()["counters"]
+    assert counters["by_status"].get("429", 0) >= 9, counters
+    assert counters["creates"] == 1
 
 
 def test_retried_provision_adopts_the_droplet_a_5xx_hid(lifecycle, alice):
@@ -134,6 +141,9 @@ def test_worker_killed_mid_provision_leaves_exactly_one_droplet(lifecycle, alice
 def test_redis_restarted_mid_run(lifecycle, alice):
     lifecycle.emulator.configure(boot_delay_s=3)
     lifecycle.start_worker()
+    # Celery's worker may exit when its broker goes away (kombu raises while closing the dead
+    # connection); in production the process supervisor restarts it, as this does.
+    lifecycle.supervise()
     booking_id = create_booking(alice, lifecycle.pool)
     wait_for(lambda: lifecycle.emulator.droplets(), timeout_s=60, message="the droplet")
     lifecycle.redis.restart(down_s=2)  # queued messages are lost: sweeps must re-drive the work
@@ -147,8 +157,11 @@ def test_droplet_vanishing_while_ready_is_replaced(lifecycle, alice):
     wait_status(lifecycle, booking_id, "ready")
     first = Node.objects.get(booking_id=booking_id)
     lifecycle.emulator.vanish(int(first.provider_id))
-    wait_for(lambda: Node.objects.filter(booking_id=booking_id, attempt=2, status="ready").exists(),
-             timeout_s=90, message="the replacement node")
+    wait_for(
+        lambda: Node.objects.filter(booking_id=booking_id, attempt=2, status="ready").exists(),
+        timeout_s=90,
+        message="the replacement node",
+    )
     first.refresh_from_db()
     assert first.failure_reason and first.failed_at
     booking = complete_and_check(lifecycle, alice, booking_id)
@@ -172,8 +185,11 @@ def test_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycle, 
     assert "never reported" in booking.failure_reason
     assert Node.objects.filter(booking_id=booking_id).count() == 2
     assert_no_orphans(lifecycle)
-    wait_for(lambda: UsageRecord.objects.filter(booking_id=booking_id).count() == 2,
-             timeout_s=30, message="both failed nodes metered")
+    wait_for(
+        lambda: UsageRecord.objects.filter(booking_id=booking_id).count() == 2,
+        timeout_s=30,
+        message="both failed nodes metered",
+    )
     assert not UsageRecord.objects.filter(booking_id=booking_id, charged_to_lab=True).exists()
     booking.refresh_from_db()
     assert booking.consumed_gpu_hours in (None, 0)

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('quotas', '0001_initial'),
+        ("quotas", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='quota',
-            name='notified_percent',
+            model_name="quota",
+            name="notified_percent",
             field=models.PositiveSmallIntegerField(default=0),
         ),
     ]

@@ -1,0 +1,153 @@
+"""The agent's side of the API: node-scoped tokens, schema-checked reports, baselines."""
+
+from datetime import timedelta
+
+import pytest
+from rest_framework.test import APIClient
+
+from labgpu.bookings.models import Booking
+from labgpu.catalog.models import ProviderAccount
+from labgpu.health.models import HealthReport
+from labgpu.health.selectors import instance_type_baselines
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.tokens import bootstrap_token_for, hash_secret
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def node(alice, vision_lab, pool, tomorrow):
+    booking = Booking.objects.create(
+        lab=vision_lab,
+        user=alice,
+        pool=pool,
+        start=tomorrow,
+        end=tomorrow + timedelta(hours=1),
+        reserved_start=tomorrow,
+        reserved_end=tomorrow + timedelta(hours=1),
+        slot=0,
+        status="provisioning",
+        gpu_count=1,
+        price_per_hour=1,
+    )
+    node = Node.objects.create(
+        booking=booking,
+        provider_account=ProviderAccount.objects.first(),
+        region="tor1",
+        size="gpu-mi300x1-192gb",
+        image="gpu-amd-base",
+        status="booting",
+        provider_id="7",
+    )
+    Node.objects.filter(pk=node.pk).update(
+        bootstrap_token_hash=hash_secret(bootstrap_token_for(node.pk))
+    )
+    return node
+
+
+def bearer(token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+def report(verdict="pass", value=700.0):
+    return {
+        "schema_version": 1,
+        "agent_version": "0.1.0",
+        "profile": "mi300x",
+        "hostname": "n1",
+        "collected_at": "2030-01-01T00:00:00Z",
+        "facts": {"gpus": []},
+        "verdict": verdict,
+        "findings": []
+        if verdict == "pass"
+        else [
+            {
+                "id": "ecc.uncorrectable",
+                "severity": "fail",
+                "message": "Uncorrectable ECC errors",
+                "evidence": {},
+                "remediation": "Replace the node",
+            }
+        ],
+        "smoke": [
+            {
+                "name": "matmul",
+                "status": "passed",
+                "metric": "bf16_tflops",
+                "value": value,
+                "unit": "TFLOPS",
+                "baseline": 600.0,
+                "duration_s": 1.0,
+            }
+        ],
+    }
+
+
+def test_bootstrap_token_is_single_use_and_returns_a_heartbeat_token(node):
+    client = bearer(bootstrap_token_for(node.pk))
+    first = client.post("/api/v1/agent/bootstrap/")
+    assert first.status_code == 200, first.content
+    assert first.json()["node"] == node.pk and first.json()["heartbeat_token"].startswith("lgn_h_")
+    again = client.post("/api/v1/agent/bootstrap/")
+    assert again.status_code == 401 and again.json()["code"] == "token_used"
+
+
+def test_passing_report_makes_node_and_booking_ready(node, monkeypatch):
+    heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    client = bearer(heartbeat["heartbeat_token"])
+    response = client.post("/api/v1/agent/reports/", report(), format="json")
+    assert response.status_code == 201, response.content
+    node.refresh_from_db()
+    assert node.status == "ready" and node.booking.status == "ready"
+    assert client.post("/api/v1/agent/heartbeat/").json() == {"action": "continue"}
+
+
+def test_invalid_report_is_refused_with_the_path(node):
+    heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    bad = report()
+    bad["verdict"] = "great"
+    response = bearer(heartbeat["heartbeat_token"]).post(
+        "/api/v1/agent/reports/", bad, format="json"
+    )
+    assert response.status_code == 400 and response.json()["code"] == "invalid_report"
+    assert response.json()["extra"]["path"] == "verdict"
+    node.refresh_from_db()
+    assert node.status == "checking"
+
+
+def test_node_tokens_are_not_user_tokens(node, alice):
+    heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    assert bearer(heartbeat["heartbeat_token"]).get("/api/v1/bookings/").status_code == 401
+    assert bearer("lgp_nope").post("/api/v1/agent/heartbeat/").status_code == 401
+    other = bearer(bootstrap_token_for(node.pk + 999)).post("/api/v1/agent/bootstrap/")
+    assert other.status_code == 401
+
+
+def test_baselines_are_the_rolling_median_of_passing_reports(node, pool):
+    for value in (600.0, 700.0, 650.0):
+        smoke = report(value=value)["smoke"]
+        HealthReport.objects.create(
+            node=node,
+            instance_type=pool.instance_type,
+            verdict="pass",
+            collected_at=node.created_at,
+            smoke=smoke,
+        )
+    HealthReport.objects.create(
+        node=node,
+        instance_type=pool.instance_type,
+        verdict="fail",
+        collected_at=node.created_at,
+        smoke=report(value=1.0)["smoke"],
+    )
+    assert instance_type_baselines(pool.instance_type)["matmul"]["median"] == 650.0
+    assert instance_type_baselines(pool.instance_type)["matmul"]["samples"] == 3
+
+
+def test_health_views_respect_isolation(node, as_alice, as_mallory, pool):
+    assert as_alice.get(f"/api/v1/nodes/{node.pk}/health/").status_code == 200
+    assert as_mallory.get(f"/api/v1/nodes/{node.pk}/health/").status_code == 404
+    body = as_alice.get(f"/api/v1/instance-types/{pool.instance_type_id}/health/").json()
+    assert body["instance_type"] == pool.instance_type_id and "baselines" in body

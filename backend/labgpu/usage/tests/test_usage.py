@@ -1,0 +1,108 @@
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from labgpu.bookings.models import Booking
+from labgpu.catalog.models import ProviderAccount
+from labgpu.provisioning.models import Node
+from labgpu.usage.models import UsageRecord
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2030, 3, 1, 22, 0, tzinfo=UTC)
+
+
+def record(booking, *, hours: float, start=T0, charged=True):
+    node = Node.objects.create(
+        booking=booking,
+        attempt=Node.objects.filter(booking=booking).count() + 1,
+        provider_account=ProviderAccount.objects.first(),
+        region="tor1",
+        size="gpu-mi300x1-192gb",
+        image="gpu-amd-base",
+        status="destroyed",
+    )
+    return UsageRecord.objects.create(
+        node=node,
+        booking=booking,
+        lab=booking.lab,
+        user=booking.user,
+        pool=booking.pool,
+        instance_type=booking.pool.instance_type,
+        started_at=start,
+        ended_at=start + timedelta(hours=hours),
+        seconds=int(hours * 3600),
+        gpu_count=1,
+        price_per_hour=Decimal("2.00"),
+        charged_to_lab=charged,
+    )
+
+
+@pytest.fixture
+def finished(alice, vision_lab, pool):
+    booking = Booking.objects.create(
+        lab=vision_lab,
+        user=alice,
+        pool=pool,
+        start=T0,
+        end=T0 + timedelta(hours=4),
+        reserved_start=T0,
+        reserved_end=T0 + timedelta(hours=4),
+        slot=0,
+        status="completed",
+        gpu_count=1,
+        price_per_hour=Decimal("2.00"),
+    )
+    record(booking, hours=4)
+    record(booking, hours=1, charged=False)  # a failed node: the provider's cost
+    return booking
+
+
+def test_usage_splits_across_days_and_skips_provider_cost(as_alice, finished):
+    response = as_alice.get(
+        "/api/v1/usage/",
+        {"start": "2030-03-01T00:00:00Z", "end": "2030-03-03T00:00:00Z", "group_by": "day"},
+    )
+    assert response.status_code == 200, response.content
+    rows = {row["day"]: row for row in response.json()}
+    assert rows["2030-03-01"]["gpu_hours"] == "2.00"  # 22:00–24:00
+    assert rows["2030-03-02"]["gpu_hours"] == "2.00"
+    assert rows["2030-03-02"]["cost"] == "4.00"
+
+
+def test_usage_by_lab_and_user_with_csv_export(as_bob, as_carol, finished):
+    query = {"start": "2030-03-01T00:00:00Z", "end": "2030-04-01T00:00:00Z", "group_by": "lab,user"}
+    rows = as_bob.get("/api/v1/usage/", query).json()
+    assert rows == [
+        {
+            "lab": finished.lab_id,
+            "lab_name": "Vision Lab",
+            "user": finished.user_id,
+            "user_name": "alice",
+            "gpu_hours": "4.00",
+            "cost": "8.00",
+            "seconds": 14400,
+        }
+    ]
+    csv = as_bob.get("/api/v1/usage/", {**query, "format": "csv"})
+    assert csv["Content-Type"].startswith("text/csv")
+    header = csv.content.decode().splitlines()[0]
+    assert header == "lab,lab_name,user,user_name,gpu_hours,cost,seconds"
+    with_provider = as_carol.get("/api/v1/usage/", {**query, "include_provider_cost": "true"})
+    assert with_provider.json()[0]["gpu_hours"] == "5.00"
+
+
+def test_usage_is_private_to_the_lab(as_mallory, finished):
+    rows = as_mallory.get(
+        "/api/v1/usage/", {"start": "2030-03-01T00:00:00Z", "end": "2030-04-01T00:00:00Z"}
+    ).json()
+    assert rows == []
+
+
+def test_usage_query_is_validated(as_alice):
+    response = as_alice.get(
+        "/api/v1/usage/",
+        {"start": "2030-03-01T00:00:00Z", "end": "2030-04-01T00:00:00Z", "group_by": "moon"},
+    )
+    assert response.status_code == 400 and "group_by" in response.json()["extra"]["fields"]
