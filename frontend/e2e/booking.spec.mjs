@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { apiCall, freeWindow, launch, listPools, me, screenshot, signIn, wallTime } from './support.mjs'
+import { apiCall, freeWindow, launch, listPools, me, screenshot, seriousViolations, signIn, wallTime } from './support.mjs'
 
 describe('booking', () => {
   let browser
@@ -46,6 +46,7 @@ describe('booking', () => {
 
     // The detail page polls: the approval shows up without a reload.
     await page.locator('[data-testid=booking-status][data-status=scheduled]').waitFor({ timeout: 20_000 })
+    assert.deepEqual(await seriousViolations(page), [])
     await screenshot(page, 'booking-detail')
     await page.click('[data-testid=booking-calendar-link]')
     await page.waitForURL(/\/calendar\/\d+/)

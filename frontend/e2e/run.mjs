@@ -1,7 +1,7 @@
 // `npm run test:e2e`: runs every e2e/*.spec.mjs with node's test runner, one file at a time.
 // Needs E2E_BASE_URL (a LabGPU serving the built SPA with seeded demo data) and /usr/bin/chromium.
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -21,6 +21,8 @@ const specs = readdirSync(here)
   .filter((f) => !only.length || only.some((o) => f.includes(o)))
   .sort()
   .map((f) => join(here, f))
+// Sessions saved by an earlier run belong to whatever server ran then.
+rmSync(join(process.cwd(), 'test-results', '.auth'), { recursive: true, force: true })
 const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...specs], {
   stdio: 'inherit',
 })

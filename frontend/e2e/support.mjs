@@ -1,6 +1,6 @@
 // Shared set-up for the end-to-end specs: Debian's Chromium driven by playwright-core against a
 // live LabGPU (Django serving the built SPA, seeded with `manage.py seed_demo`).
-import { mkdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import AxeBuilder from '@axe-core/playwright'
@@ -39,9 +39,21 @@ export async function launch() {
   })
 }
 
-// The API allows 10 logins a minute per address: sign each person in once per run and reuse the
-// session (cookies and the stored language) in every later context.
-const sessions = new Map()
+// The API allows 10 logins a minute per address: sign each person in once and reuse the session
+// (cookies and the stored language) in every later context, across spec files too (a file per
+// person and server under test-results/.auth/).
+const AUTH_DIR = join(process.cwd(), 'test-results', '.auth')
+const authFile = (username) => join(AUTH_DIR, `${new URL(BASE_URL).host.replace(/[^\w.-]/g, '_')}-${username}.json`)
+const sessions = {
+  get(username) {
+    const file = authFile(username)
+    return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined
+  },
+  set(username, state) {
+    mkdirSync(AUTH_DIR, { recursive: true })
+    writeFileSync(authFile(username), JSON.stringify(state))
+  },
+}
 
 /** A fresh browser context (own cookies) with `username` signed in. */
 export async function signIn(browser, username, { locale = 'en-US' } = {}) {
@@ -60,10 +72,12 @@ export async function signIn(browser, username, { locale = 'en-US' } = {}) {
   page.on('pageerror', (e) => console.error(`[${username}] page error:`, e.message))
   if (cached) {
     await page.goto('/')
-    await page.locator('[data-testid=logout]').waitFor()
-    return { context, page }
+    // A stale session (another server, a new database) lands on the login page: sign in again.
+    await page.locator('[data-testid=logout], [data-testid=login-form]').first().waitFor()
+    if (await page.locator('[data-testid=logout]').count()) return { context, page }
+  } else {
+    await page.goto('/login')
   }
-  await page.goto('/login')
   await page.fill('#login-username', username)
   await page.fill('#login-password', passwordOf(username))
   await page.click('[data-testid=login-submit]')
