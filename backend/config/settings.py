@@ -53,10 +53,14 @@ INSTALLED_APPS = [
     "labgpu.provisioning",
     "labgpu.health",
     "labgpu.usage",
+    "labgpu.feeds",
+    "labgpu.ops",
 ]
 
 MIDDLEWARE = [
+    "labgpu.ops.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -281,3 +285,61 @@ LABGPU_AGENT_REPORT_TIMEOUT_S = int(os.environ.get("LABGPU_AGENT_REPORT_TIMEOUT_
 LABGPU_STUCK_AFTER_S = int(os.environ.get("LABGPU_STUCK_AFTER_S", "120"))
 LABGPU_PROVIDER_LEASE_S = int(os.environ.get("LABGPU_PROVIDER_LEASE_S", "120"))
 LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", "30"))
+
+# --- Operations: structured logs, metrics, CSP (labgpu.ops; docs/operations.md) -----------------
+# JSON lines carrying request_id / task_id in production, readable text on a laptop. This
+# replaces the LOGGING above.
+LABGPU_LOG_FORMAT = os.environ.get(
+    "LABGPU_LOG_FORMAT", "json" if env_bool("LABGPU_PRODUCTION") else "text"
+)
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"context": {"()": "labgpu.ops.logging.ContextFilter"}},
+    "formatters": {
+        "json": {"()": "labgpu.ops.logging.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["context"],
+            "formatter": "json" if LABGPU_LOG_FORMAT == "json" else "text",
+        }
+    },
+    "root": {"handlers": ["console"], "level": os.environ.get("LABGPU_LOG_LEVEL", "INFO")},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}
+# Celery would otherwise replace the root logger's handlers with its own plain-text ones.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# /metrics answers only with `Authorization: Bearer <token>` when this is set.
+LABGPU_METRICS_TOKEN = os.environ.get("LABGPU_METRICS_TOKEN", "")
+
+# Content Security Policy, Django's own (https://docs.djangoproject.com/en/6.1/ref/csp/): the
+# Vite-built SPA and Swagger UI (drf-spectacular-sidecar) load scripts and styles from this origin
+# only; ReDoc, which injects <style> elements, relaxes style-src on its own view (config/urls.py).
+from django.utils.csp import CSP  # noqa: E402
+
+_CSP_POLICY = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "worker-src": [CSP.SELF, "blob:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+if env_bool("LABGPU_PRODUCTION"):
+    SECURE_CSP = _CSP_POLICY
+    # Probes and Prometheus speak plain HTTP inside the deployment's network.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    X_FRAME_OPTIONS = "DENY"
+else:
+    # Development (Vite on :5173, the browser tests): violations are reported, never enforced.
+    SECURE_CSP_REPORT_ONLY = _CSP_POLICY
