@@ -53,7 +53,6 @@ INSTALLED_APPS = [
     "labgpu.provisioning",
     "labgpu.health",
     "labgpu.usage",
-    "labgpu.feeds",
     "labgpu.ops",
 ]
 

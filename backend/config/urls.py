@@ -1,6 +1,13 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from django.utils.csp import CSP
+from django.views.decorators.csp import csp_override
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
 from labgpu.core.views import spa_index
 
@@ -18,8 +25,20 @@ api_v1 = [
 urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    # The split view serves Swagger UI's init script as a file: no inline script under CSP.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    path(
+        "api/redoc/",
+        # ReDoc injects <style> elements; only its page allows inline styles.
+        csp_override({**settings.SECURE_CSP, "style-src": [CSP.SELF, CSP.UNSAFE_INLINE]})(
+            SpectacularRedocView.as_view(url_name="schema")
+        )
+        if getattr(settings, "SECURE_CSP", None)
+        else SpectacularRedocView.as_view(url_name="schema"),
+        name="api-redoc",
+    ),
+    # /healthz, /readyz, /metrics (outside /api/, not in the schema).
+    path("", include("labgpu.ops.urls")),
     path("admin/", admin.site.urls),
     # Everything else is the single-page app; its router handles the path.
     re_path(r"^(?!api/|admin/|static/).*$", spa_index, name="spa"),
