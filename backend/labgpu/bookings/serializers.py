@@ -4,7 +4,6 @@ from labgpu.accounts.models import Lab
 from labgpu.accounts.serializers import LabSummarySerializer, UserSummarySerializer
 from labgpu.api.fields import AwareDateTimeField
 from labgpu.bookings.models import Booking
-from labgpu.catalog.models import NodePool
 
 
 class BookingNodeSerializer(serializers.Serializer):
@@ -73,7 +72,9 @@ class BookingSerializer(serializers.ModelSerializer):
 
 
 class BookingCreateSerializer(serializers.Serializer):
-    pool = serializers.PrimaryKeyRelatedField(queryset=NodePool.objects.all())
+    # A plain id: the booking service resolves it under the pool lock, together with whether the
+    # lab may book it, instead of a separate lookup here.
+    pool = serializers.IntegerField(min_value=1, max_value=2**63 - 1, help_text="Pool id")
     start = AwareDateTimeField(
         required=False, allow_null=True, help_text="Omit (or give now) for an on-demand booking."
     )
@@ -85,12 +86,6 @@ class BookingCreateSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Needed when you are in several labs.",
     )
-
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        pools = self.context.get("visible_pools")
-        if pools is not None:
-            self.fields["pool"].queryset = pools
 
 
 class BookingExtendSerializer(serializers.Serializer):

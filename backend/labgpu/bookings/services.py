@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef
 
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.selectors import is_lab_admin
@@ -20,7 +21,6 @@ from labgpu.bookings.selectors import (
     reserved_period_for,
 )
 from labgpu.catalog.models import Blackout, NodePool
-from labgpu.catalog.selectors import pool_allows_lab
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.timeutils import is_aligned, now
 from labgpu.core.transitions import transition
@@ -48,10 +48,27 @@ def _pool_full(pool: NodePool, duration: timedelta, after: datetime, exclude_id:
     )
 
 
-def _lock_pool(pool_id: int) -> NodePool:
-    # Serialises booking writes per pool on PostgreSQL; SQLite's IMMEDIATE transaction already
-    # holds the database write lock. The exclusion constraint stays the last line of defence.
-    return NodePool.objects.select_for_update().select_related("instance_type").get(pk=pool_id)
+def _lock_pool(pool_id: int, *, lab_id: int | None = None) -> NodePool:
+    """Lock the pool row; with `lab_id`, also learn in the same query whether that lab may book.
+
+    Serialises booking writes per pool on PostgreSQL (`of=self`: the instance type row stays
+    free for other pools); SQLite's IMMEDIATE transaction already holds the write lock. The
+    exclusion constraint stays the last line of defence.
+    """
+    pools = NodePool.objects.select_for_update(of=("self",)).select_related("instance_type")
+    if lab_id is not None:
+        allowed = NodePool.allowed_labs.through.objects.filter(nodepool_id=OuterRef("pk"))
+        pools = pools.annotate(
+            restricted=Exists(allowed), lab_allowed=Exists(allowed.filter(lab_id=lab_id))
+        )
+    try:
+        return pools.get(pk=pool_id)
+    except NodePool.DoesNotExist:
+        raise ApplicationError(
+            f'Invalid pk "{pool_id}" - object does not exist.',
+            code="does_not_exist",
+            field="pool",
+        ) from None
 
 
 def _resolve_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
@@ -243,7 +260,7 @@ def idempotency_fingerprint(payload: dict[str, Any]) -> str:
 def booking_create(
     *,
     user: User,
-    pool: NodePool,
+    pool: NodePool | int,
     end: datetime,
     start: datetime | None = None,
     purpose: str = "",
@@ -256,6 +273,7 @@ def booking_create(
     With an `idempotency_key` a retried request returns the booking the first one made. Raises
     `PoolFull` (409, with the next free windows), `quota_exceeded`, or a rule error.
     """
+    pool_id = pool if isinstance(pool, int) else pool.pk
     if idempotency_key:
         replay = _idempotent_replay(user, idempotency_key, request_fingerprint)
         if replay:
@@ -263,7 +281,7 @@ def booking_create(
     try:
         with transaction.atomic():
             booking = _booking_create(
-                user=user, pool=pool, start=start, end=end, purpose=purpose, lab=lab
+                user=user, pool_id=pool_id, start=start, end=end, purpose=purpose, lab=lab
             )
             if idempotency_key:
                 IdempotencyKey.objects.create(
@@ -282,7 +300,9 @@ def booking_create(
                 return replay, False
         if getattr(error.__cause__, "sqlstate", None) != EXCLUSION_VIOLATION:
             raise
-        raise _pool_full(pool, end - (start or now()), start or now()) from error
+        raise _pool_full(
+            NodePool.objects.get(pk=pool_id), end - (start or now()), start or now()
+        ) from error
     return booking, True
 
 
@@ -302,7 +322,7 @@ def _idempotent_replay(user: User, key: str, fingerprint: str) -> Booking | None
 def _booking_create(
     *,
     user: User,
-    pool: NodePool,
+    pool_id: int,
     start: datetime | None,
     end: datetime,
     purpose: str,
@@ -314,10 +334,19 @@ def _booking_create(
         start = moment.replace(microsecond=0)
     assert start is not None
     lab, membership = _resolve_lab(user, lab)
-    pool = _lock_pool(pool.pk)
+    pool = _lock_pool(pool_id, lab_id=lab.pk)
     if not pool.is_active:
         raise ApplicationError(f"{pool.name} is closed.", code="pool_inactive", field="pool")
-    if not pool_allows_lab(pool, lab.pk):
+    if pool.restricted and not pool.lab_allowed:
+        if not NodePool.allowed_labs.through.objects.filter(
+            nodepool_id=pool.pk, lab__memberships__user=user
+        ).exists():
+            # Closed to every lab of this user: to them the pool does not exist (I-6).
+            raise ApplicationError(
+                f'Invalid pk "{pool.pk}" - object does not exist.',
+                code="does_not_exist",
+                field="pool",
+            )
         raise NotPermitted(
             f"{lab.name} may not book {pool.name}.", code="lab_not_allowed", field="pool"
         )

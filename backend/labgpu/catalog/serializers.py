@@ -21,6 +21,10 @@ class ProviderAccountSerializer(serializers.ModelSerializer):
 
 
 class InstanceTypeSerializer(serializers.ModelSerializer):
+    baselines = serializers.SerializerMethodField(
+        help_text="Rolling median of smoke metrics over recent passing health reports."
+    )
+
     class Meta:
         model = InstanceType
         fields = [
@@ -38,8 +42,14 @@ class InstanceTypeSerializer(serializers.ModelSerializer):
             "price_per_hour",
             "agent_profile",
             "expected_baselines",
+            "baselines",
             "is_active",
         ]
+
+    def get_baselines(self, instance_type: InstanceType) -> dict[str, dict]:
+        from labgpu.health.selectors import instance_type_baselines
+
+        return instance_type_baselines(instance_type)
 
 
 class NodePoolSerializer(serializers.ModelSerializer):
