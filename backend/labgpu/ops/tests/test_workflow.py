@@ -1,0 +1,72 @@
+""".github/workflows/ci.yml mirrors .ci/run: service containers, lint, `make test` on both DBs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[4]
+WORKFLOW = REPO / ".github" / "workflows" / "ci.yml"
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict:
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def runs(job: dict) -> list[str]:
+    return [step.get("run", "") for step in job["steps"]]
+
+
+def test_the_workflow_runs_on_push_and_pull_requests(workflow):
+    triggers = workflow[True] if True in workflow else workflow["on"]  # YAML 1.1: `on` is True
+    assert "push" in triggers and "pull_request" in triggers
+    assert set(workflow["jobs"]) >= {"lint", "test"}
+    for job in workflow["jobs"].values():
+        assert job["runs-on"].startswith("ubuntu")
+        assert job["timeout-minutes"] <= 90
+        assert job["steps"][0]["uses"].startswith("actions/checkout@")
+
+
+def test_services_are_postgres_and_redis_with_health_options(workflow):
+    services = workflow["jobs"]["test"]["services"]
+    assert services["postgres"]["image"].startswith("postgres:")
+    assert services["redis"]["image"].startswith("redis:")
+    for service in services.values():
+        options = service["options"]
+        assert "--health-cmd" in options and "--health-interval" in options
+        assert "--health-retries" in options
+    assert "5432:5432" in services["postgres"]["ports"]
+    assert "6379:6379" in services["redis"]["ports"]
+
+
+def test_lint_covers_ruff_schema_drift_eslint_and_vue_tsc(workflow):
+    lint = "\n".join(runs(workflow["jobs"]["lint"]))
+    assert "make lint" in lint  # ruff, makemigrations --check, schema drift (Makefile)
+    assert "npm run lint" in lint  # ESLint and vue-tsc (frontend/package.json)
+    makefile = (REPO / "Makefile").read_text()
+    assert "ruff check" in makefile and "diff -u backend/openapi.yaml" in makefile
+    package = (REPO / "frontend" / "package.json").read_text()
+    assert "eslint" in package and "vue-tsc" in package
+
+
+def test_tests_run_make_test_on_postgresql_then_sqlite_like_ci_run(workflow):
+    steps = workflow["jobs"]["test"]["steps"]
+    make_tests = [step for step in steps if "make test" in step.get("run", "")]
+    assert len(make_tests) == 2
+    on_postgres, on_sqlite = make_tests
+    assert on_postgres["env"]["DATABASE_URL"].startswith("postgres://")
+    assert on_postgres["env"]["REDIS_URL"].startswith("redis://")
+    assert "DATABASE_URL" not in on_sqlite.get("env", {})
+    assert "FRONTEND_TESTS=0" in on_sqlite["run"]
+    ci_run = (REPO / ".ci" / "run").read_text()
+    assert "make test" in ci_run and "FRONTEND_TESTS=0" in ci_run
+
+
+def test_browser_tests_use_the_distributions_chromium(workflow):
+    text = "\n".join(runs(workflow["jobs"]["test"]))
+    assert "apt-get install" in text and "chromium" in text
+    assert "npm run test:e2e" in text
+    assert "playwright install" not in text  # never a downloaded browser build
