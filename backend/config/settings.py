@@ -189,6 +189,7 @@ SPECTACULAR_SETTINGS = {
         "BookingStatusEnum": "labgpu.bookings.models.Booking.Status",
         "MembershipRoleEnum": "labgpu.accounts.models.Membership.Role",
         "QuotaRequestStatusEnum": "labgpu.quotas.models.QuotaRequest.Status",
+        "ProviderKindEnum": "labgpu.catalog.models.ProviderAccount.Kind",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -336,6 +337,19 @@ if env_bool("LABGPU_PRODUCTION"):
     SECURE_CSP = _CSP_POLICY
     # Probes and Prometheus speak plain HTTP inside the deployment's network.
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+    # Mail goes out over SMTP unless DJANGO_EMAIL_BACKEND says otherwise (check --deploy refuses
+    # the console backend).
+    if not os.environ.get("DJANGO_EMAIL_BACKEND"):
+        MAILERS["default"] = {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": os.environ.get("DJANGO_EMAIL_HOST", "localhost"),
+                "port": int(os.environ.get("DJANGO_EMAIL_PORT", "587")),
+                "username": os.environ.get("DJANGO_EMAIL_HOST_USER", ""),
+                "password": os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", ""),
+                "use_tls": env_bool("DJANGO_EMAIL_USE_TLS", True),
+            },
+        }
     SECURE_CONTENT_TYPE_NOSNIFF = True
     SECURE_REFERRER_POLICY = "same-origin"
     X_FRAME_OPTIONS = "DENY"
