@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "labgpu.provisioning",
     "labgpu.health",
     "labgpu.usage",
+    "labgpu.feeds",
     "labgpu.ops",
 ]
 

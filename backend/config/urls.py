@@ -20,6 +20,7 @@ api_v1 = [
     path("", include("labgpu.provisioning.urls")),
     path("", include("labgpu.health.urls")),
     path("", include("labgpu.usage.urls")),
+    path("", include("labgpu.feeds.urls")),
 ]
 
 urlpatterns = [

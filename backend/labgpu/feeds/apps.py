@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class FeedsConfig(AppConfig):
+    name = "labgpu.feeds"
+    label = "feeds"

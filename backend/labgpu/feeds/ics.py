@@ -1,0 +1,69 @@
+"""RFC 5545 output for calendar feeds, built with `icalendar`. All times are UTC (`…Z`), so no
+VTIMEZONE is needed; X-WR-TIMEZONE tells calendar apps which zone to show them in."""
+
+import hashlib
+import hmac
+from collections.abc import Iterable
+
+from django.conf import settings
+from icalendar import Calendar, Event
+
+from labgpu.bookings.models import Booking
+from labgpu.core.timeutils import now
+from labgpu.feeds.models import CalendarFeed
+
+UID_DOMAIN = "labgpu"
+STATUS_MAP = {
+    Booking.Status.PENDING: "TENTATIVE",
+}
+
+
+def _busy_uid(booking: Booking) -> str:
+    # Stable per booking, yet reveals neither its id nor its lab (I-6).
+    digest = hmac.new(
+        settings.SECRET_KEY.encode(), f"busy-{booking.pk}".encode(), hashlib.sha256
+    ).hexdigest()[:24]
+    return f"busy-{digest}@{UID_DOMAIN}"
+
+
+def _event(booking: Booking, *, detailed: bool) -> Event:
+    event = Event()
+    event.add("dtstart", booking.start)
+    event.add("dtend", booking.end)
+    event.add("dtstamp", booking.updated_at or now())
+    event.add("status", STATUS_MAP.get(booking.status, "CONFIRMED"))
+    event.add("transp", "OPAQUE")
+    if detailed:
+        event.add("uid", f"booking-{booking.pk}@{UID_DOMAIN}")
+        title = booking.pool.name
+        if booking.purpose:
+            title = f"{title}: {booking.purpose}"
+        event.add("summary", title)
+        event.add(
+            "description",
+            f"Booking #{booking.pk} · {booking.lab.name} · {booking.user.username} · "
+            f"{booking.get_status_display()}",
+        )
+        event.add("categories", [booking.pool.name])
+    else:
+        event.add("uid", _busy_uid(booking))
+        event.add("summary", "Busy")
+        event.add("class", "CONFIDENTIAL")
+    return event
+
+
+def feed_calendar(
+    feed: CalendarFeed, bookings: Iterable[Booking], *, own_lab_ids: set[int]
+) -> bytes:
+    calendar = Calendar()
+    calendar.add("prodid", "-//LabGPU//Booking feed//EN")
+    calendar.add("version", "2.0")
+    calendar.add("calscale", "GREGORIAN")
+    name = f"LabGPU · {feed.pool.name}" if feed.pool_id and feed.pool else "LabGPU · my bookings"
+    calendar.add("x-wr-calname", name)
+    calendar.add("x-wr-timezone", feed.user.timezone)
+    mine_only = feed.kind == CalendarFeed.Kind.USER  # a user feed holds only their bookings
+    for booking in bookings:
+        detailed = mine_only or booking.lab_id in own_lab_ids
+        calendar.add_component(_event(booking, detailed=detailed))
+    return calendar.to_ical()
