@@ -106,8 +106,20 @@ ifneq ($(HAS_FRONTEND),)
 endif
 
 .PHONY: test-frontend
-test-frontend: ## Frontend lint, type check and unit tests
-	cd frontend && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run lint && npm run test:unit
+test-frontend: ## SPA: generated client up to date, ESLint + vue-tsc, Vitest, build, bundle budget
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run check:api \
+	  && npm run lint && npm run test:unit && npm run build && npm run size
+	@if [[ "$(DATABASE_URL)" == postgres* ]]; then $(MAKE) test-e2e; \
+	  else echo "Browser tests run against PostgreSQL: set DATABASE_URL=postgres://… (CI does)."; fi
+
+.PHONY: test-e2e
+test-e2e: install ## Browser tests in Debian's Chromium against a live backend with demo data
+	frontend/scripts/run-e2e.sh
+
+.PHONY: screenshots
+screenshots: install ## Refresh docs/screenshots from the browser suite
+	cd frontend && npm run build
+	E2E_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots frontend/scripts/run-e2e.sh
 
 .PHONY: clean
 clean: ## Remove the virtualenv, build output and local data

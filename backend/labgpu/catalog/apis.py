@@ -87,7 +87,7 @@ class NodePoolViewSet(viewsets.ModelViewSet):
         )
 
     @extend_schema(parameters=RANGE_PARAMETERS, responses=BusyBlockSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None)
     def busy(self, request: Request, pk: str) -> Response:
         """Live bookings in [start, end); other labs' only as anonymous busy blocks (I-6)."""
         pool = self.get_object()

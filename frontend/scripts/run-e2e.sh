@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The browser suite against a real backend: a fresh database with the demo data, gunicorn serving
+# the built SPA and the API on one origin, Debian's Chromium driven by playwright-core.
+# PostgreSQL when DATABASE_URL is set (CI), else a throwaway SQLite file.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+PY="$ROOT/.venv/bin/python"
+VAR="$ROOT/var/e2e"
+mkdir -p "$VAR"
+PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+
+if [[ "${DATABASE_URL:-}" == postgres* ]]; then
+  E2E_DATABASE_URL="${DATABASE_URL%/*}/labgpu_e2e"
+  "$PY" - "${DATABASE_URL%/*}/postgres" <<'PY'
+import sys
+import psycopg
+with psycopg.connect(sys.argv[1], autocommit=True) as conn:
+    conn.execute("DROP DATABASE IF EXISTS labgpu_e2e WITH (FORCE)")
+    conn.execute("CREATE DATABASE labgpu_e2e")
+PY
+  export DATABASE_URL="$E2E_DATABASE_URL"
+else
+  rm -f "$VAR"/e2e.sqlite3*
+  export LABGPU_SQLITE_PATH="$VAR/e2e.sqlite3"
+fi
+export DJANGO_SECRET_KEY="e2e-only-secret" LABGPU_THROTTLE_USER="100000/min" LABGPU_VAR_DIR="$VAR"
+
+cd "$ROOT/backend"
+"$PY" manage.py migrate --noinput >/dev/null
+"$PY" manage.py seed_demo --json > "$VAR/users.json"
+"$ROOT/.venv/bin/gunicorn" config.wsgi --bind "127.0.0.1:$PORT" --workers 2 \
+  --log-level warning > "$VAR/server.log" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do
+  curl -fs "http://127.0.0.1:$PORT/api/schema/" >/dev/null && break
+  sleep 0.2
+done
+
+cd "$ROOT/frontend"
+E2E_BASE_URL="http://127.0.0.1:$PORT" E2E_USERS_JSON="$VAR/users.json" npm run test:e2e
