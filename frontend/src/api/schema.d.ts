@@ -266,6 +266,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/feeds/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description ICS subscription feeds: your bookings, or a pool's. The URL is returned once, by create;
+         *     DELETE revokes it.
+         */
+        get: operations["v1_feeds_list"];
+        put?: never;
+        /**
+         * @description ICS subscription feeds: your bookings, or a pool's. The URL is returned once, by create;
+         *     DELETE revokes it.
+         */
+        post: operations["v1_feeds_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/feeds/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * @description ICS subscription feeds: your bookings, or a pool's. The URL is returned once, by create;
+         *     DELETE revokes it.
+         */
+        delete: operations["v1_feeds_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/feeds/{token}.ics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The subscription itself. The secret in the URL is the only credential (calendar apps
+         *     cannot send headers); unknown or revoked secrets are 404.
+         */
+        get: operations["v1_feeds_ics_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/instance-types/": {
         parameters: {
             query?: never;
@@ -888,6 +952,10 @@ export interface components {
             readonly updated_at: string;
         };
         BookingCreateRequest: {
+            /**
+             * Format: int64
+             * @description Pool id
+             */
             pool: number;
             /**
              * Format: date-time
@@ -942,6 +1010,40 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        CalendarFeed: {
+            readonly id: number;
+            /** @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy). */
+            readonly kind: string;
+            readonly pool: number | null;
+            readonly pool_name: string | null;
+            readonly prefix: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly revoked_at: string | null;
+        };
+        CalendarFeedCreateRequest: {
+            /** @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy). */
+            kind: string;
+            /** @description Required for a `pool` feed. */
+            pool?: number | null;
+        };
+        /** @description Returned once, by create: the subscription URL carries the secret. */
+        CalendarFeedCreated: {
+            readonly id: number;
+            /** @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy). */
+            readonly kind: string;
+            readonly pool: number | null;
+            readonly pool_name: string | null;
+            readonly prefix: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly revoked_at: string | null;
+            readonly token: string;
+            /** Format: uri */
+            readonly url: string;
+        };
         CsrfOk: {
             detail: string;
         };
@@ -987,6 +1089,12 @@ export interface components {
             price_per_hour: string;
             agent_profile?: string;
             expected_baselines?: unknown;
+            /** @description Rolling median of smoke metrics over recent passing health reports. */
+            readonly baselines: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            };
             is_active?: boolean;
         };
         InstanceTypeHealth: {
@@ -1023,12 +1131,6 @@ export interface components {
             free: number;
             blackout: boolean;
         };
-        /**
-         * @description * `digitalocean` - DigitalOcean
-         *     * `emulator` - Emulator
-         * @enum {string}
-         */
-        KindEnum: "digitalocean" | "emulator";
         Lab: {
             readonly id: number;
             name: string;
@@ -1231,21 +1333,6 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["Booking"][];
         };
-        PaginatedBusyBlockList: {
-            /** @example 123 */
-            count: number;
-            /**
-             * Format: uri
-             * @example http://api.example.org/accounts/?page=4
-             */
-            next?: string | null;
-            /**
-             * Format: uri
-             * @example http://api.example.org/accounts/?page=2
-             */
-            previous?: string | null;
-            results: components["schemas"]["BusyBlock"][];
-        };
         PaginatedInstanceTypeList: {
             /** @example 123 */
             count: number;
@@ -1424,7 +1511,7 @@ export interface components {
         };
         PatchedProviderAccountRequest: {
             name?: string;
-            kind?: components["schemas"]["KindEnum"];
+            kind?: components["schemas"]["ProviderKindEnum"];
             /** Format: uri */
             api_base_url?: string;
             token_env_var?: string;
@@ -1433,7 +1520,7 @@ export interface components {
         ProviderAccount: {
             readonly id: number;
             name: string;
-            kind: components["schemas"]["KindEnum"];
+            kind: components["schemas"]["ProviderKindEnum"];
             /** Format: uri */
             api_base_url?: string;
             token_env_var: string;
@@ -1442,12 +1529,18 @@ export interface components {
         };
         ProviderAccountRequest: {
             name: string;
-            kind: components["schemas"]["KindEnum"];
+            kind: components["schemas"]["ProviderKindEnum"];
             /** Format: uri */
             api_base_url?: string;
             token_env_var: string;
             is_active?: boolean;
         };
+        /**
+         * @description * `digitalocean` - DigitalOcean
+         *     * `emulator` - Emulator
+         * @enum {string}
+         */
+        ProviderKindEnum: "digitalocean" | "emulator";
         Quota: {
             readonly id: number;
             readonly lab: components["schemas"]["LabSummary"];
@@ -3813,6 +3906,282 @@ export interface operations {
             };
         };
     };
+    v1_feeds_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarFeed"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_feeds_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CalendarFeedCreateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["CalendarFeedCreateRequest"];
+                "multipart/form-data": components["schemas"]["CalendarFeedCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarFeedCreated"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_feeds_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this calendar feed. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_feeds_ics_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 5545 calendar, times in UTC */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/calendar": string;
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_instance_types_list: {
         parameters: {
             query?: {
@@ -5934,10 +6303,6 @@ export interface operations {
                 end: string;
                 instance_type?: number;
                 is_active?: boolean;
-                /** @description A page number within the paginated result set. */
-                page?: number;
-                /** @description Number of results to return per page. */
-                page_size?: number;
                 region?: string;
                 requires_approval?: boolean;
                 /** @description ISO 8601 with offset */
@@ -5957,7 +6322,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PaginatedBusyBlockList"];
+                    "application/json": components["schemas"]["BusyBlock"][];
                 };
             };
             /** @description Invalid input */
