@@ -18,6 +18,7 @@ const instanceType: InstanceType = {
   vram_gb_per_gpu: 288,
   gpu_arch: 'gfx950',
   price_per_hour: '2.49',
+  baselines: {},
 }
 const pool: Pool = {
   id: 2,
