@@ -1,0 +1,3 @@
+from labgpu_cli.main import run
+
+run()

@@ -1,0 +1,402 @@
+"""The `labgpu` CLI against a live server (pytest-django's live_server), in-process through
+`main(argv)` and once through the installed console script."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+from labgpu_cli import times
+from labgpu_cli.main import main
+
+from labgpu.accounts.services import token_create
+from labgpu.bookings.models import Booking
+from labgpu.bookings.services import booking_create
+from labgpu.provisioning.models import Node
+from labgpu.usage.models import UsageRecord
+
+live = pytest.mark.django_db(transaction=True)
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+
+
+class Run:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def labgpu(tmp_path, monkeypatch, capsys):
+    """Call the CLI in-process with a private config dir; returns (exit code, stdout, stderr)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("LABGPU_URL", raising=False)
+    monkeypatch.delenv("LABGPU_TOKEN", raising=False)
+    monkeypatch.setattr("labgpu_cli.client.time.sleep", lambda s: None)  # retry backoff
+
+    def call(*argv: str) -> Run:
+        lines: list[str] = []
+        capsys.readouterr()
+        code = main(list(argv), out=lines.append)
+        return Run(code, "\n".join(lines), capsys.readouterr().err)
+
+    return call
+
+
+@pytest.fixture
+def alice_token(alice):
+    return token_create(user=alice, name="cli", scopes=["book"])[1]
+
+
+@pytest.fixture
+def logged_in(labgpu, live_server, alice_token):
+    result = labgpu("login", "--url", live_server.url, "--token", alice_token)
+    assert result.code == 0, result.err
+    return labgpu
+
+
+def shanghai(text: str) -> str:
+    return text  # readability: the strings below are Asia/Shanghai wall-clock times
+
+
+@live
+def test_login_checks_the_token_and_stores_it_private(labgpu, live_server, alice_token, tmp_path):
+    result = labgpu("login", "--url", live_server.url, "--token", alice_token)
+    assert result.code == 0, result.err
+    assert "as alice (Asia/Shanghai)" in result.out
+    path = tmp_path / "config" / "labgpu" / "config.toml"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert alice_token in path.read_text() and live_server.url in path.read_text()
+    me = labgpu("--json", "login", "--url", live_server.url, "--token", alice_token).json()
+    assert me["username"] == "alice"
+
+
+@live
+def test_login_with_a_bad_token_exits_3_and_stores_nothing(labgpu, live_server, alice, tmp_path):
+    result = labgpu("login", "--url", live_server.url, "--token", "lgp_nope_nope")
+    assert result.code == 3
+    assert "authentication_failed" in result.err or "not_authenticated" in result.err
+    assert not (tmp_path / "config" / "labgpu" / "config.toml").exists()
+
+
+@live
+def test_login_prompts_for_url_and_token(labgpu, live_server, alice_token, monkeypatch):
+    monkeypatch.setattr("builtins.input", lambda prompt: live_server.url)
+    monkeypatch.setattr("getpass.getpass", lambda prompt: alice_token)
+    assert labgpu("login").code == 0
+
+
+def test_without_login_commands_exit_3(labgpu):
+    result = labgpu("pools")
+    assert result.code == 3 and "labgpu login" in result.err
+
+
+@live
+def test_environment_overrides_the_stored_config(logged_in, live_server, mallory, monkeypatch):
+    _, mallory_token = token_create(user=mallory, name="env", scopes=["read"])
+    monkeypatch.setenv("LABGPU_TOKEN", mallory_token)
+    assert logged_in("--json", "login", "--url", live_server.url, "--token", mallory_token)
+    monkeypatch.setenv("LABGPU_URL", live_server.url)
+    result = logged_in("list", "--json")
+    assert result.code == 0 and result.json() == []
+    monkeypatch.setenv("LABGPU_TOKEN", "lgp_revoked_or_wrong")
+    assert logged_in("pools").code == 3
+
+
+def test_usage_errors_exit_1(labgpu):
+    assert labgpu("book").code == 1
+    assert labgpu("book", "pool", "--now").code == 1  # neither --end nor --hours
+    assert labgpu("frobnicate").code == 1
+    assert labgpu("--help").code == 0
+
+
+@live
+def test_pools_lists_what_alice_can_book(logged_in, pool):
+    result = logged_in("pools")
+    assert result.code == 0, result.err
+    assert "mi300x-tor1" in result.out and "MI300X tor1" in result.out
+    (only,) = logged_in("pools", "--json").json()
+    assert only["id"] == pool.pk and only["slug"] == "mi300x-tor1"
+
+
+@live
+def test_book_in_local_time_then_show_list_extend_cancel(logged_in, pool, quotas, tomorrow):
+    """Local times are alice's zone (Asia/Shanghai, +08:00); output is in that zone too."""
+    local = tomorrow.astimezone(SHANGHAI).replace(tzinfo=None)
+    start_text = local.strftime("%Y-%m-%d %H:%M")
+    result = logged_in(
+        "book", "mi300x-tor1", "--start", start_text, "--hours", "2", "--purpose", "SDXL"
+    )
+    assert result.code == 0, result.err
+    booking = Booking.objects.get()
+    assert booking.start == tomorrow and booking.end == tomorrow + timedelta(hours=2)
+    assert booking.purpose == "SDXL"
+    assert f"{start_text}+08:00" in result.out
+
+    shown = logged_in("show", str(booking.pk))
+    assert shown.code == 0 and "scheduled" in shown.out and f"{start_text}+08:00" in shown.out
+    assert logged_in("show", str(booking.pk), "--json").json()["id"] == booking.pk
+
+    listed = logged_in("list", "--mine", "--status", "scheduled", "--pool", str(pool.pk))
+    assert listed.code == 0 and str(booking.pk) in listed.out and "SDXL" in listed.out
+    assert [b["id"] for b in logged_in("list", "--json", "--status", "cancelled").json()] == []
+
+    extended = logged_in("extend", str(booking.pk), "--hours", "1")
+    assert extended.code == 0, extended.err
+    booking.refresh_from_db()
+    assert booking.end == tomorrow + timedelta(hours=3)
+    new_end = (tomorrow + timedelta(hours=4)).isoformat()  # with an offset (UTC) this time
+    assert logged_in("extend", str(booking.pk), "--end", new_end).code == 0
+    booking.refresh_from_db()
+    assert booking.end == tomorrow + timedelta(hours=4)
+
+    cancelled = logged_in("cancel", str(booking.pk), "--json")
+    assert cancelled.code == 0 and cancelled.json()["status"] == "cancelled"
+    again = logged_in("cancel", str(booking.pk))
+    assert again.code == 2 and "invalid_status" in again.err
+
+
+@live
+def test_api_errors_exit_2_with_code_and_message(logged_in, pool, quotas, tomorrow):
+    missing = logged_in("show", "999999")
+    assert missing.code == 2 and "error: not_found:" in missing.err
+    past = logged_in(
+        "book", str(pool.pk), "--start", "2020-01-01T00:00:00Z", "--end", "2020-01-01T01:00Z"
+    )
+    assert past.code == 2 and "start_in_past" in past.err
+    body = logged_in("show", "999999", "--json")
+    assert '"code": "not_found"' in body.err
+
+
+@live
+def test_full_pool_exits_2_and_prints_the_next_free_windows(logged_in, bob, pool, quotas, tomorrow):
+    for _ in range(pool.capacity):
+        booking_create(user=bob, pool=pool, start=tomorrow, end=tomorrow + timedelta(hours=1))
+    result = logged_in("book", "mi300x-tor1", "--start", tomorrow.isoformat(), "--hours", "1")
+    assert result.code == 2
+    assert "error: pool_full:" in result.err and "Next free windows:" in result.err
+    assert "+08:00 →" in result.err  # in alice's zone
+    assert Booking.objects.filter(user__username="alice").count() == 0
+
+
+@live
+def test_book_retries_a_lost_response_with_the_same_idempotency_key(
+    logged_in, alice, pool, quotas, tomorrow, monkeypatch
+):
+    """The first POST reaches the server but its answer is lost; the retry must replay it."""
+    sent: list[str] = []
+    real = httpx.HTTPTransport.handle_request
+
+    def flaky(self, request):
+        response = real(self, request)
+        if request.method == "POST" and request.url.path == "/api/v1/bookings/":
+            sent.append(request.headers["Idempotency-Key"])
+            if len(sent) == 1:
+                response.read()
+                raise httpx.ReadTimeout("lost", request=request)
+        return response
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", flaky)
+    result = logged_in("book", "mi300x-tor1", "--start", tomorrow.isoformat(), "--hours", "1")
+    assert result.code == 0, result.err
+    assert len(sent) == 2 and sent[0] == sent[1]
+    assert uuid.UUID(sent[0]).version == 4
+    assert alice.bookings.count() == 1
+
+
+def _flip_when_booked(alice, *, status: str, ready_node: bool = True) -> threading.Thread:
+    """Play the lifecycle's part: once the booking exists, mark it (and a node) ready."""
+
+    def flip() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            booking = Booking.objects.filter(user=alice).first()
+            if booking:
+                if ready_node:
+                    Node.objects.create(
+                        booking=booking,
+                        provider_account=booking.pool.instance_type.provider_account,
+                        region=booking.pool.region,
+                        size="gpu-mi300x1-192gb",
+                        image="ubuntu",
+                        status=Node.Status.READY,
+                        public_ip="203.0.113.7",
+                    )
+                Booking.objects.filter(pk=booking.pk).update(
+                    status=status, failure_reason="" if ready_node else "health check failed"
+                )
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=flip, daemon=True)
+    thread.start()
+    return thread
+
+
+@live
+def test_wait_ready_prints_the_ssh_command(logged_in, alice, pool, quotas):
+    flipper = _flip_when_booked(alice, status="ready")
+    result = logged_in(
+        "book",
+        "mi300x-tor1",
+        "--now",
+        "--hours",
+        "1",
+        "--wait-ready",
+        "--timeout",
+        "30",
+        "--poll-interval",
+        "0.2",
+    )
+    flipper.join()
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[-1] == "ssh root@203.0.113.7"
+    booking = Booking.objects.get()
+    assert booking.on_demand and booking.end.minute == 0  # the end is on the pool's grid
+
+
+@live
+def test_wait_ready_exits_5_when_provisioning_fails(logged_in, alice, pool, quotas):
+    flipper = _flip_when_booked(alice, status="failed", ready_node=False)
+    result = logged_in(
+        "book",
+        "mi300x-tor1",
+        "--now",
+        "--hours",
+        "1",
+        "--wait-ready",
+        "--timeout",
+        "30",
+        "--poll-interval",
+        "0.2",
+    )
+    flipper.join()
+    assert result.code == 5
+    assert "is failed: health check failed" in result.err
+
+
+@live
+def test_wait_ready_exits_5_on_timeout(logged_in, pool, quotas, tomorrow):
+    result = logged_in(
+        "book",
+        "mi300x-tor1",
+        "--start",
+        tomorrow.isoformat(),
+        "--hours",
+        "1",
+        "--wait-ready",
+        "--timeout",
+        "0.5",
+        "--poll-interval",
+        "0.1",
+    )
+    assert result.code == 5 and "not ready after 0.5 s (still scheduled)" in result.err
+
+
+@live
+def test_availability_shows_intervals_and_next_free_windows(logged_in, bob, pool, quotas, tomorrow):
+    booking_create(user=bob, pool=pool, start=tomorrow, end=tomorrow + timedelta(hours=1))
+    start = tomorrow.astimezone(SHANGHAI).strftime("%Y-%m-%d %H:%M")
+    end = (tomorrow + timedelta(hours=6)).isoformat()
+    result = logged_in(
+        "availability", "mi300x-tor1", "--start", start, "--end", end, "--duration", "2h"
+    )
+    assert result.code == 0, result.err
+    assert "FREE" in result.out and "Next free 120-minute windows:" in result.out
+    body = logged_in("availability", str(pool.pk), "--start", start, "--end", end, "--json")
+    assert {i["used"] for i in body.json()["intervals"]} == {0, 1}
+
+
+@live
+def test_usage_as_table_json_and_csv(logged_in, alice, vision_lab, pool):
+    start = datetime(2026, 3, 2, 1, tzinfo=UTC)
+    booking = Booking.objects.create(
+        user=alice,
+        lab=vision_lab,
+        pool=pool,
+        start=start,
+        end=start + timedelta(hours=2),
+        status="completed",
+        slot=0,
+        reserved_start=start,
+        reserved_end=start + timedelta(hours=2),
+        gpu_count=1,
+        price_per_hour=Decimal("2.00"),
+    )
+    node = Node.objects.create(
+        booking=booking,
+        provider_account=pool.instance_type.provider_account,
+        region="tor1",
+        size="s",
+        image="i",
+        status=Node.Status.DESTROYED,
+    )
+    UsageRecord.objects.create(
+        node=node,
+        booking=booking,
+        lab=vision_lab,
+        user=alice,
+        pool=pool,
+        instance_type=pool.instance_type,
+        started_at=start,
+        ended_at=start + timedelta(hours=2),
+        seconds=7200,
+        gpu_count=1,
+        price_per_hour=Decimal("2.00"),
+    )
+    period = ("--start", "2026-03-01", "--end", "2026-04-01")
+    table = logged_in("usage", *period)
+    assert table.code == 0, table.err
+    assert "Vision Lab" in table.out and "2.00" in table.out
+    rows = logged_in("usage", *period, "--group-by", "pool", "--json").json()
+    assert rows[0]["pool_name"] == "MI300X tor1" and rows[0]["gpu_hours"] == "2.00"
+    csv = logged_in("usage", *period, "--csv")
+    assert csv.code == 0 and csv.out.splitlines()[0].startswith("lab")
+
+
+def test_local_times_follow_the_users_zone_across_dst():
+    berlin = ZoneInfo("Europe/Berlin")
+    assert times.parse("2027-10-30 12:00", berlin).utcoffset() == timedelta(hours=2)
+    assert times.parse("2027-11-01 12:00", berlin).utcoffset() == timedelta(hours=1)
+    assert times.parse("2027-10-31T02:30+01:00", berlin).astimezone(UTC).hour == 1
+    with pytest.raises(times.TimeError, match="happens twice"):
+        times.parse("2027-10-31 02:30", berlin)
+    with pytest.raises(times.TimeError, match="does not exist"):
+        times.parse("2027-03-28 02:30", berlin)
+    moment = datetime(2027, 10, 31, 1, 30, tzinfo=UTC)
+    assert times.show(moment.isoformat(), berlin) == "2027-10-31 02:30+01:00"
+    assert times.parse_duration("90") == timedelta(minutes=90)
+    assert times.parse_duration("1.5h") == timedelta(minutes=90)
+
+
+@live
+def test_installed_console_script_runs_against_the_server(live_server, alice_token, pool, tmp_path):
+    script = shutil.which("labgpu", path=str(Path(sys.executable).parent)) or shutil.which("labgpu")
+    assert script, "labgpu-cli is not installed: uv pip install -e backend/cli"
+    env = {
+        **os.environ,
+        "LABGPU_URL": live_server.url,
+        "LABGPU_TOKEN": alice_token,
+        "XDG_CONFIG_HOME": str(tmp_path),
+    }
+    done = subprocess.run(
+        [script, "pools", "--json"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert [p["slug"] for p in json.loads(done.stdout)] == ["mi300x-tor1"]
+    missing = subprocess.run(
+        [script, "show", "424242"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert missing.returncode == 2 and "not_found" in missing.stderr
