@@ -20,12 +20,14 @@ HAS_FRONTEND := $(wildcard frontend/package.json)
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): backend/requirements.lock backend/pyproject.toml $(wildcard agent/pyproject.toml)
+$(STAMP): backend/requirements.lock backend/pyproject.toml $(wildcard agent/pyproject.toml) \
+	  $(wildcard backend/cli/pyproject.toml)
 	@test -n "$(PYTHON)" || { echo "No Python >= 3.12 found; pass PYTHON=/path/to/python3.12"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip "uv>=0.5"
 	$(VENV)/bin/uv pip install --python $(PY) --quiet -r backend/requirements.lock
-	$(VENV)/bin/uv pip install --python $(PY) --quiet --no-deps -e backend $(if $(wildcard agent/pyproject.toml),-e agent)
+	$(VENV)/bin/uv pip install --python $(PY) --quiet --no-deps -e backend \
+	  $(if $(wildcard agent/pyproject.toml),-e agent) $(if $(wildcard backend/cli/pyproject.toml),-e backend/cli)
 	@touch $@
 
 .PHONY: install
@@ -35,6 +37,7 @@ install: $(STAMP) ## Create the virtualenv and install the locked dependencies
 lock: ## Re-resolve backend/requirements.lock from pyproject.toml files
 	$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --extra test --universal \
 	  backend/pyproject.toml $(if $(wildcard agent/pyproject.toml),agent/pyproject.toml) \
+	  $(if $(wildcard backend/cli/pyproject.toml),backend/cli/pyproject.toml) \
 	  -o backend/requirements.lock
 
 .PHONY: migrate
