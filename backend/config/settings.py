@@ -110,7 +110,8 @@ else:
                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
                 ),
             },
-            "TEST": {"NAME": str(VAR_DIR / "test-labgpu.sqlite3")},
+            # Per process, so parallel test runs on one checkout never share (or delete) a file.
+            "TEST": {"NAME": str(VAR_DIR / f"test-labgpu-{os.getpid()}.sqlite3")},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

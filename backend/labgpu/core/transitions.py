@@ -18,9 +18,20 @@ def transition(
 ) -> bool:
     """Move row `pk` to `to_status` only if it is still in one of `from_statuses`.
 
-    Returns whether this caller won. Also stamps `status_changed_at` and `updated_at`.
+    Returns whether this caller won. The winner stamps `status_changed_at` and `updated_at` and
+    appends the transition to the audit log (decisions add their own entry with actor and reason).
     """
+    moment = now()
     moved = model._default_manager.filter(pk=pk, status__in=list(from_statuses)).update(
-        status=to_status, status_changed_at=now(), updated_at=now(), **fields
+        status=to_status, status_changed_at=moment, updated_at=moment, **fields
     )
+    if moved:
+        from labgpu.audit.models import AuditEvent
+
+        AuditEvent.objects.create(
+            action=f"{model._meta.model_name}.status.{to_status}",
+            target_type=model._meta.label_lower,
+            target_id=str(pk),
+            data={"from": sorted(str(s) for s in from_statuses), "to": to_status},
+        )
     return bool(moved)
