@@ -88,8 +88,8 @@ dev: migrate ## Django on :8000 plus Vite with hot reload on :5173
 lint: install ## ruff, migrations and schema drift
 	$(VENV)/bin/ruff check backend agent
 	$(MANAGE) makemigrations --check --dry-run
-	$(MANAGE) spectacular --validate --fail-on-warn --file /tmp/labgpu-openapi.yaml
-	diff -u backend/openapi.yaml /tmp/labgpu-openapi.yaml || \
+	$(MANAGE) spectacular --validate --fail-on-warn --file $(CURDIR)/var/openapi-check.yaml
+	diff -u backend/openapi.yaml $(CURDIR)/var/openapi-check.yaml || \
 	  { echo "backend/openapi.yaml is stale: run 'make schema'"; exit 1; }
 
 .PHONY: schema
