@@ -1,0 +1,279 @@
+"""Every operation in backend/openapi.yaml × every persona → the expected status class.
+
+Personas: alice (researcher, vision lab), mallory (researcher, another lab), bob (vision lab
+admin), carol (site admin), anon (no credentials), node (the heartbeat token of alice's node).
+The URL list is read from the schema, so an endpoint without a row in MATRIX fails the test.
+
+Classes: "ok" = the request got past authorisation (2xx, or 400/409/422 on the deliberately
+empty or conflicting body); "deny" = 403 or 404 (objects outside a persona's visibility are 404,
+I-6); "auth" = 401 or 403 (no acceptable credentials). Each persona's request runs in a savepoint
+that is rolled back, so a delete by one persona cannot change what the next one sees.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import yaml
+from django.db import transaction
+from rest_framework.test import APIClient
+
+from conftest import client_for
+from labgpu.accounts.models import Membership, SshKey
+from labgpu.accounts.services import token_create
+from labgpu.audit.models import AuditEvent
+from labgpu.bookings.models import Booking
+from labgpu.catalog.models import Blackout, ProviderAccount
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
+from labgpu.quotas.models import Quota, QuotaRequest
+
+SCHEMA = Path(__file__).resolve().parents[3] / "openapi.yaml"
+PERSONAS = ("alice", "mallory", "bob", "carol", "anon", "node")
+CLASSES = {
+    "ok": lambda s: 200 <= s < 300 or s in (400, 409, 422),
+    "deny": lambda s: s in (403, 404),
+    "auth": lambda s: s in (401, 403),
+}
+
+MATRIX: dict[str, tuple[str, ...]] = {
+    # operation: (alice, mallory, bob, carol, anon, node)
+    "DELETE /api/v1/blackouts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "DELETE /api/v1/feeds/{id}/": ("deny", "deny", "deny", "deny", "auth", "auth"),
+    "DELETE /api/v1/instance-types/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "DELETE /api/v1/labs/{lab_pk}/members/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "DELETE /api/v1/me/ssh-keys/{id}/": ("ok", "deny", "deny", "deny", "auth", "auth"),
+    "DELETE /api/v1/pools/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "DELETE /api/v1/provider-accounts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "DELETE /api/v1/tokens/{id}/": ("ok", "deny", "deny", "deny", "auth", "auth"),
+    "GET /api/v1/audit/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/audit/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/auth/csrf/": ("ok", "ok", "ok", "ok", "ok", "ok"),
+    "GET /api/v1/blackouts/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/blackouts/{id}/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/bookings/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/bookings/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/feeds/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/feeds/{token}.ics": ("deny", "deny", "deny", "deny", "deny", "deny"),
+    "GET /api/v1/instance-types/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/instance-types/{id}/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/instance-types/{id}/health/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/labs/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/labs/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/labs/{lab_pk}/members/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/labs/{lab_pk}/members/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/me/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/me/ssh-keys/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/nodes/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "GET /api/v1/nodes/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "GET /api/v1/nodes/{id}/health/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/pools/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/pools/{id}/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/pools/{id}/availability/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/pools/{id}/busy/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/provider-accounts/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "GET /api/v1/provider-accounts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "GET /api/v1/quota-requests/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/quota-requests/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/quotas/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/quotas/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/tokens/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/usage/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "PATCH /api/v1/blackouts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "PATCH /api/v1/instance-types/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "PATCH /api/v1/labs/{lab_pk}/members/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "PATCH /api/v1/me/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "PATCH /api/v1/pools/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "PATCH /api/v1/provider-accounts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "POST /api/v1/agent/bootstrap/": ("deny", "deny", "deny", "deny", "auth", "auth"),
+    "POST /api/v1/agent/heartbeat/": ("deny", "deny", "deny", "deny", "auth", "ok"),
+    "POST /api/v1/agent/reports/": ("deny", "deny", "deny", "deny", "auth", "ok"),
+    "POST /api/v1/auth/login/": ("ok", "ok", "ok", "ok", "ok", "ok"),
+    "POST /api/v1/auth/logout/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/blackouts/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/{id}/approve/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/{id}/cancel/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/{id}/extend/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/{id}/reject/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/feeds/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/instance-types/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "POST /api/v1/labs/{lab_pk}/members/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/me/ssh-keys/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/pools/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "POST /api/v1/provider-accounts/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "POST /api/v1/quota-requests/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/quota-requests/{id}/approve/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "POST /api/v1/quota-requests/{id}/reject/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/quotas/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/tokens/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "PUT /api/v1/blackouts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "PUT /api/v1/instance-types/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "PUT /api/v1/pools/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "PUT /api/v1/provider-accounts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+}
+
+# Real bugs, reported to the domain owner; strict so the fix turns them green.
+KNOWN_BUGS = {
+    op: "site admin deleting a referenced catalog object gets 500 (ProtectedError), not 409"
+    for op in (
+        "DELETE /api/v1/instance-types/{id}/",
+        "DELETE /api/v1/pools/{id}/",
+        "DELETE /api/v1/provider-accounts/{id}/",
+    )
+}
+
+
+def operations() -> list[str]:
+    schema = yaml.safe_load(SCHEMA.read_text())
+    methods = ("get", "post", "put", "patch", "delete")
+    return sorted(
+        f"{method.upper()} {path}"
+        for path, item in schema["paths"].items()
+        for method in methods
+        if method in item
+    )
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type, quotas):
+    start = pool.created_at.replace(microsecond=0) + timedelta(days=3)
+    account = ProviderAccount.objects.create(
+        name="Matrix", kind="emulator", api_base_url="http://127.0.0.1:9", token_env_var="NOPE"
+    )
+    booking = Booking.objects.create(
+        lab=vision_lab,
+        user=alice,
+        pool=pool,
+        start=start,
+        end=start + timedelta(hours=1),
+        reserved_start=start,
+        reserved_end=start + timedelta(hours=1),
+        slot=0,
+        status="pending",
+        gpu_count=1,
+        price_per_hour=1,
+    )
+    node = Node.objects.create(
+        booking=booking,
+        provider_account=account,
+        region="tor1",
+        size="gpu-mi300x1-192gb",
+        image="gpu-amd-base",
+        status="ready",
+        provider_id="7",
+    )
+    heartbeat = new_heartbeat_token()
+    Node.objects.filter(pk=node.pk).update(heartbeat_token_hash=hash_secret(heartbeat))
+    ssh_key = SshKey.objects.create(
+        user=alice, name="laptop", public_key="ssh-ed25519 AAAA alice", fingerprint="SHA256:x"
+    )
+    token, _ = token_create(user=alice, name="script", scopes=["read"])
+    blackout = Blackout.objects.create(
+        pool=pool, start=start + timedelta(days=1), end=start + timedelta(days=2)
+    )
+    quota = Quota.objects.filter(lab=vision_lab).first()
+    quota_request = QuotaRequest.objects.create(
+        lab=vision_lab,
+        instance_type=instance_type,
+        month=quota.month,
+        gpu_hours=Decimal(10),
+        requested_by=bob,
+    )
+    audit = AuditEvent.objects.create(
+        actor=bob,
+        action="booking.approve",
+        target_type="booking",
+        target_id=str(booking.pk),
+        lab=vision_lab,
+    )
+    ids = {
+        "audit": audit.pk,
+        "blackouts": blackout.pk,
+        "bookings": booking.pk,
+        "instance-types": instance_type.pk,
+        "labs": vision_lab.pk,
+        "ssh-keys": ssh_key.pk,
+        "nodes": node.pk,
+        "pools": pool.pk,
+        "provider-accounts": account.pk,
+        "quota-requests": quota_request.pk,
+        "quotas": quota.pk,
+        "tokens": token.pk,
+        "members": Membership.objects.get(user=alice).pk,
+    }
+    node_client = APIClient()
+    node_client.credentials(HTTP_AUTHORIZATION=f"Bearer {heartbeat}")
+    clients = {
+        "alice": client_for(alice),
+        "mallory": client_for(mallory),
+        "bob": client_for(bob),
+        "carol": client_for(carol),
+        "anon": APIClient(),
+        "node": node_client,
+    }
+    return ids, clients, vision_lab
+
+
+def concrete(path: str, ids: dict[str, int], lab_pk: int) -> str:
+    parts = path.strip("/").split("/")
+    out = []
+    for index, part in enumerate(parts):
+        if part == "{lab_pk}":
+            out.append(str(lab_pk))
+        elif part == "{id}":
+            out.append(str(ids.get(parts[index - 1], 999999)))
+        else:
+            out.append(part)
+    return "/" + "/".join(out) + "/"
+
+
+def call(client: APIClient, method: str, url: str) -> int:
+    with transaction.atomic():
+        response = getattr(client, method.lower())(url, {}, format="json")
+        transaction.set_rollback(True)
+    return response.status_code
+
+
+def test_every_operation_in_the_schema_has_a_row():
+    missing = sorted(set(operations()) - set(MATRIX))
+    stale = sorted(set(MATRIX) - set(operations()))
+    assert not missing, f"add these to MATRIX: {missing}"
+    assert not stale, f"no longer in the schema: {stale}"
+
+
+def cases() -> list:
+    return [
+        pytest.param(op, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[op]))
+        if op in KNOWN_BUGS
+        else op
+        for op in operations()
+    ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("operation", cases())
+def test_authorisation(operation, world, settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}
+    ids, clients, lab = world
+    expected = MATRIX.get(operation)
+    if expected is None:
+        pytest.fail(f"{operation} has no row in MATRIX")
+    method, path = operation.split(" ", 1)
+    url = concrete(path, ids, lab.pk)
+    got = {persona: call(clients[persona], method, url) for persona in PERSONAS}
+    assert 500 not in got.values(), f"{operation}: {got}"
+    wrong = {
+        persona: f"{got[persona]} (expected {cls})"
+        for persona, cls in zip(PERSONAS, expected, strict=True)
+        if not CLASSES[cls](got[persona])
+    }
+    assert not wrong, f"{operation}: {wrong}"
