@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import ProtectedError, RestrictedError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -57,6 +58,17 @@ def _validation_response(error: exceptions.ValidationError) -> Response:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApplicationError):
         return Response(error_body(exc.message, exc.code, exc.extra), status=exc.status_code)
+    if isinstance(exc, ProtectedError | RestrictedError):
+        # Deleting a catalog entry that bookings, nodes or pools still refer to.
+        users = sorted({obj._meta.verbose_name_plural for obj in exc.args[1]})
+        return Response(
+            error_body(
+                f"Still in use by {', '.join(map(str, users))}; deactivate it instead.",
+                "in_use",
+                {"referenced_by": [str(u) for u in users]},
+            ),
+            status=status.HTTP_409_CONFLICT,
+        )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else exc.messages

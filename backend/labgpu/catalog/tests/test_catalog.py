@@ -63,3 +63,10 @@ def test_blackouts_reject_naive_and_inverted_times(as_carol, pool):
         format="json",
     )
     assert inverted.json()["code"] == "end_before_start"
+
+
+def test_deleting_a_catalog_entry_in_use_is_a_409_not_a_500(as_carol, pool, instance_type):
+    response = as_carol.delete(f"/api/v1/instance-types/{instance_type.pk}/")
+    assert response.status_code == 409
+    assert response.json()["code"] == "in_use"
+    assert as_carol.delete(f"/api/v1/pools/{pool.pk}/").status_code == 204
