@@ -285,7 +285,10 @@ LABGPU_POLL_INTERVAL_S = float(os.environ.get("LABGPU_POLL_INTERVAL_S", "10"))
 LABGPU_BOOT_TIMEOUT_S = int(os.environ.get("LABGPU_BOOT_TIMEOUT_S", str(15 * 60)))
 LABGPU_AGENT_REPORT_TIMEOUT_S = int(os.environ.get("LABGPU_AGENT_REPORT_TIMEOUT_S", str(15 * 60)))
 LABGPU_STUCK_AFTER_S = int(os.environ.get("LABGPU_STUCK_AFTER_S", "120"))
-LABGPU_PROVIDER_LEASE_S = int(os.environ.get("LABGPU_PROVIDER_LEASE_S", "120"))
+# A provider call inside a task is bounded by attempts × (timeout + wait) < the node's lease.
+LABGPU_PROVIDER_LEASE_S = int(os.environ.get("LABGPU_PROVIDER_LEASE_S", "300"))
+LABGPU_PROVIDER_MAX_ATTEMPTS = int(os.environ.get("LABGPU_PROVIDER_MAX_ATTEMPTS", "3"))
+LABGPU_PROVIDER_MAX_RETRY_WAIT_S = float(os.environ.get("LABGPU_PROVIDER_MAX_RETRY_WAIT_S", "10"))
 LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", "30"))
 
 # --- Operations: structured logs, metrics, CSP (labgpu.ops; docs/operations.md) -----------------

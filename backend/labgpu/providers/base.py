@@ -7,7 +7,7 @@ and the DigitalOcean driver can be swapped for another cloud.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -159,11 +159,15 @@ class ProviderDriver(Protocol):
     def close(self) -> None: ...
 
 
-def create_or_adopt(driver: ProviderDriver, spec: DropletSpec) -> tuple[Droplet, bool]:
+def create_or_adopt(
+    driver: ProviderDriver, spec: DropletSpec, *, before_create: Callable[[], None] | None = None
+) -> tuple[Droplet, bool]:
     """Return the node's droplet, creating it only when none carries its tag yet.
 
     The second element is True when an existing droplet was adopted. Use it on every retry of a
     create (I-4); on the very first attempt a plain `create` saves a full listing.
+    `before_create` runs between the listing and the POST (the caller re-checks its lease there)
+    and may raise to stop the create.
     """
     existing = driver.find_by_tag(spec.tag)
     if existing:
@@ -171,4 +175,6 @@ def create_or_adopt(driver: ProviderDriver, spec: DropletSpec) -> tuple[Droplet,
         # destroy the rest (they carry the same node tag, so they are visible to it).
         existing.sort(key=lambda d: d.id)
         return existing[0], True
+    if before_create is not None:
+        before_create()
     return driver.create(spec), False

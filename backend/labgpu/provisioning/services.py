@@ -9,6 +9,7 @@ import logging
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from labgpu.providers import (
     DropletSpec,
     ProviderNotFound,
     ProviderPermanentError,
+    ProviderTransientError,
     create_or_adopt,
     node_tag,
 )
@@ -161,10 +163,18 @@ def bookings_remind_ending(*, minutes: int = 15, batch: int = 200) -> int:
 # --- Node steps (tasks) ---------------------------------------------------------------------------
 
 
+_current_lease: ContextVar[str] = ContextVar("labgpu_node_lease", default="")
+
+
+class LeaseLost(ProviderTransientError):
+    """Our lease expired during a slow provider call; the retry lists by tag and adopts."""
+
+
 @contextmanager
 def _node_lease(node_id: int) -> Iterator[bool]:
     """Hold the node's provider lease for the block; yields False when another worker has it."""
     token = secrets.token_hex(8)
+    _current_lease.set(token)
     moment = now()
     claimed = (
         Node.objects.filter(pk=node_id)
@@ -181,6 +191,22 @@ def _node_lease(node_id: int) -> Iterator[bool]:
             Node.objects.filter(pk=node_id, lease_token=token).update(
                 lease_token="", lease_until=None
             )
+
+
+def _renew_lease(node_id: int):  # type: ignore[no-untyped-def]
+    """A check run right before the POST: extend our lease, or stop if another worker took it."""
+
+    token = _current_lease.get()  # the lease this worker holds now
+
+    def renew() -> None:
+        moment = now()
+        extended = Node.objects.filter(
+            pk=node_id, lease_token=token, lease_until__gte=moment
+        ).update(lease_until=moment + timedelta(seconds=settings.LABGPU_PROVIDER_LEASE_S))
+        if not extended:
+            raise LeaseLost(f"node {node_id}: lease lost before create; not creating")
+
+    return renew
 
 
 def node_provision(*, node_id: int) -> None:
@@ -207,7 +233,7 @@ def _node_provision(*, node_id: int) -> None:
     spec = _droplet_spec(node)
     try:
         with driver_for(node.provider_account) as driver:
-            droplet, adopted = create_or_adopt(driver, spec)
+            droplet, adopted = create_or_adopt(driver, spec, before_create=_renew_lease(node.pk))
     except ProviderPermanentError as error:
         node_fail(node_id=node.pk, reason=f"The provider refused to create the node: {error}")
         return
@@ -217,6 +243,14 @@ def _node_provision(*, node_id: int) -> None:
         public_ip=droplet.public_ipv4,
     )
     if not recorded:
+        node.refresh_from_db()
+        if node.provider_id and node.provider_id != str(droplet.id):
+            # A second droplet for this node (a create that outlived its lease): keep the one
+            # recorded, destroy this one now; reconciliation would otherwise do it (I-3, I-4).
+            with driver_for(node.provider_account) as driver:
+                driver.destroy(droplet.id)
+            logger.warning("node %s: destroyed duplicate droplet %s", node.pk, droplet.id)
+            return
         # The node was given up meanwhile (cancelled, failed): its droplet must not outlive it.
         _node_teardown(node_id=node.pk)
         return
