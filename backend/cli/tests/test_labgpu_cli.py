@@ -261,7 +261,10 @@ def test_wait_ready_prints_the_ssh_command(logged_in, alice, pool, quotas):
     assert result.code == 0, result.err
     assert result.out.splitlines()[-1] == "ssh root@203.0.113.7"
     booking = Booking.objects.get()
-    assert booking.on_demand and booking.end.minute == 0  # the end is on the pool's grid
+    assert booking.on_demand and booking.end - booking.start >= timedelta(hours=1)
+    grid = timedelta(minutes=pool.granularity_minutes)
+    midnight = booking.end.replace(hour=0, minute=0, second=0, microsecond=0)
+    assert (booking.end - midnight) % grid == timedelta(0)  # the end is on the pool's grid
 
 
 @live
