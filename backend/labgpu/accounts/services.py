@@ -32,8 +32,13 @@ def token_create(
     *, user: User, name: str, scopes: list[str], expires_at: datetime | None = None
 ) -> tuple[ApiToken, str]:
     """Create a personal API token; returns it with the raw secret, which is never stored."""
-    if not scopes:
-        raise ApplicationError("Pick at least one scope.", code="invalid_scopes", field="scopes")
+    unknown = set(scopes) - set(ApiToken.Scope.values)
+    if not scopes or unknown:
+        raise ApplicationError(
+            f"Pick scopes from {', '.join(ApiToken.Scope.values)}.",
+            code="invalid_scopes",
+            field="scopes",
+        )
     if expires_at is not None and expires_at <= now():
         raise ApplicationError(
             "The expiry must be in the future.", code="expiry_in_past", field="expires_at"

@@ -1,6 +1,7 @@
 from django.conf import settings
 
 from labgpu.catalog.models import ProviderAccount
+from labgpu.ops.metrics import provider_transport
 from labgpu.providers import ProviderDriver, driver_from_settings
 
 
@@ -16,4 +17,5 @@ def driver_for(account: ProviderAccount) -> ProviderDriver:
         credential_env=account.token_env_var,
         max_attempts=settings.LABGPU_PROVIDER_MAX_ATTEMPTS,
         max_retry_wait_s=settings.LABGPU_PROVIDER_MAX_RETRY_WAIT_S,
+        transport=provider_transport(),  # counts requests and errors for /metrics
     )

@@ -33,6 +33,13 @@ class UsageView(APIView):
 
     renderer_classes = [JSONRenderer, CSVRenderer]
 
+    def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
+        # Errors keep the one JSON error shape even when CSV was asked for.
+        if response.status_code >= 400:
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
     @extend_schema(
         parameters=[UsageQuerySerializer, OpenApiParameter("format", str, enum=["json", "csv"])],
         responses=UsageRowSerializer(many=True),

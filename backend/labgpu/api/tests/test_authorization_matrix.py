@@ -117,14 +117,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
 }
 
 # Real bugs, reported to the domain owner; strict so the fix turns them green.
-KNOWN_BUGS = {
-    op: "site admin deleting a referenced catalog object gets 500 (ProtectedError), not 409"
-    for op in (
-        "DELETE /api/v1/instance-types/{id}/",
-        "DELETE /api/v1/pools/{id}/",
-        "DELETE /api/v1/provider-accounts/{id}/",
-    )
-}
+KNOWN_BUGS: dict[str, str] = {}  # operation → reason, for bugs tracked as strict xfails
 
 
 def operations() -> list[str]:

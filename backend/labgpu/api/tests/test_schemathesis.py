@@ -20,10 +20,7 @@ schema = schema.include(method=["GET", "POST", "PATCH", "DELETE"]).exclude(
     path_regex=r"^/api/v1/(auth/login|agent)/"
 )
 # Found by this run, reported to the domain owner: "METHOD path" → reason.
-KNOWN_BUGS: dict[str, str] = {
-    "GET /api/v1/usage/": "format=csv with an invalid range (end == start) answers 400 as "
-    "text/csv; the schema documents only application/json errors",
-}
+KNOWN_BUGS: dict[str, str] = {}  # "METHOD /path" → reason, for bugs tracked as strict xfails
 
 
 @pytest.fixture

@@ -106,3 +106,11 @@ def test_usage_query_is_validated(as_alice):
         {"start": "2030-03-01T00:00:00Z", "end": "2030-04-01T00:00:00Z", "group_by": "moon"},
     )
     assert response.status_code == 400 and "group_by" in response.json()["extra"]["fields"]
+
+
+def test_errors_stay_json_when_csv_was_asked_for(as_alice):
+    response = as_alice.get("/api/v1/usage/", {"start": "2030-03-01T00:00:00Z",
+                                               "end": "2030-03-01T00:00:00Z", "format": "csv"})
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["code"] == "end_before_start"
