@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
+from django.db import connection
 from labgpu_cli import times
 from labgpu_cli.main import main
 
@@ -213,29 +214,36 @@ def test_book_retries_a_lost_response_with_the_same_idempotency_key(
     assert alice.bookings.count() == 1
 
 
+def _flip(alice, *, status: str, ready_node: bool) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        booking = Booking.objects.filter(user=alice).first()
+        if booking:
+            if ready_node:
+                Node.objects.create(
+                    booking=booking,
+                    provider_account=booking.pool.instance_type.provider_account,
+                    region=booking.pool.region,
+                    size="gpu-mi300x1-192gb",
+                    image="ubuntu",
+                    status=Node.Status.READY,
+                    public_ip="203.0.113.7",
+                )
+            Booking.objects.filter(pk=booking.pk).update(
+                status=status, failure_reason="" if ready_node else "health check failed"
+            )
+            return
+        time.sleep(0.05)
+
+
 def _flip_when_booked(alice, *, status: str, ready_node: bool = True) -> threading.Thread:
     """Play the lifecycle's part: once the booking exists, mark it (and a node) ready."""
 
     def flip() -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            booking = Booking.objects.filter(user=alice).first()
-            if booking:
-                if ready_node:
-                    Node.objects.create(
-                        booking=booking,
-                        provider_account=booking.pool.instance_type.provider_account,
-                        region=booking.pool.region,
-                        size="gpu-mi300x1-192gb",
-                        image="ubuntu",
-                        status=Node.Status.READY,
-                        public_ip="203.0.113.7",
-                    )
-                Booking.objects.filter(pk=booking.pk).update(
-                    status=status, failure_reason="" if ready_node else "health check failed"
-                )
-                return
-            time.sleep(0.05)
+        try:
+            _flip(alice, status=status, ready_node=ready_node)
+        finally:
+            connection.close()  # this thread's own connection: let the test database go
 
     thread = threading.Thread(target=flip, daemon=True)
     thread.start()
