@@ -99,8 +99,9 @@ def lifecycle(
     stopping = threading.Event()
 
     class Lifecycle:
-        def start_worker(self, **extra_env: str) -> Worker:
-            worker = Worker({**env, **extra_env}, tmp_path / f"worker-{len(workers)}.log").start()
+        def start_worker(self, *, beat: bool = True, **extra_env: str) -> Worker:
+            log = tmp_path / f"worker-{len(workers)}.log"
+            worker = Worker({**env, **extra_env}, log, beat=beat).start()
             workers.append(worker)
             return worker
 
@@ -117,7 +118,9 @@ def lifecycle(
                             and worker.process.poll() is not None
                             and not (worker.killed)
                         ):
-                            workers[index] = Worker(worker.env, worker.log_path).start()
+                            workers[index] = Worker(
+                                worker.env, worker.log_path, beat=worker.beat
+                            ).start()
                     time.sleep(0.5)
 
             threading.Thread(target=loop, daemon=True).start()
@@ -134,6 +137,7 @@ def lifecycle(
             return "\n\n".join(w.log_tail() for w in workers) + "\n\n" + emulator.log_tail()
 
     world = Lifecycle()
+    world.env = env
     world.pool, world.account, world.emulator, world.redis = pool, account, emulator, redis_server
     world.instance_type = instance_type
     yield world
