@@ -1,3 +1,4 @@
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -46,7 +47,7 @@ class Node(BaseModel):
     )
 
     booking = models.ForeignKey("bookings.Booking", on_delete=models.PROTECT, related_name="nodes")
-    attempt = models.PositiveSmallIntegerField(default=1)
+    attempt = models.PositiveSmallIntegerField(default=1, validators=[MaxValueValidator(10)])
     provider_account = models.ForeignKey(
         "catalog.ProviderAccount", on_delete=models.PROTECT, related_name="nodes"
     )

@@ -1212,10 +1212,7 @@ export interface components {
             readonly booking_user: string;
             readonly lab: string;
             readonly pool: string;
-            /**
-             * Format: int64
-             * @default 1
-             */
+            /** @default 1 */
             attempt: number;
             provider_id?: string;
             region: string;
