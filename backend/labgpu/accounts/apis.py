@@ -170,10 +170,12 @@ class LabMemberViewSet(viewsets.ModelViewSet):
         )
 
     def create(self, request: Request, lab_pk: str) -> Response:
+        lab = self.get_lab()  # other labs are 404 whatever the body says
         serializer = MembershipSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        membership = services.membership_add(actor=request.user, lab=self.get_lab(), **data)
+        membership = services.membership_add(
+            actor=request.user, lab=lab, **serializer.validated_data
+        )
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=MembershipUpdateSerializer, responses=MembershipSerializer)

@@ -1,3 +1,5 @@
+from collections.abc import Callable
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -81,43 +83,31 @@ class BookingViewSet(
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
+    def _act(self, request: Request, body_class: type, service: Callable[..., Booking]) -> Response:
+        """Find the booking first (outsiders get 404 whatever they send), then read the body."""
+        booking = self.get_object()
+        body = body_class(data=request.data)
+        body.is_valid(raise_exception=True)
+        booking = service(actor=request.user, booking=booking, **body.validated_data)
+        return Response(BookingSerializer(booking).data)
+
     @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
         """Cancel before the start, or end early once it runs (the node is torn down)."""
-        reason = ReasonSerializer(data=request.data)
-        reason.is_valid(raise_exception=True)
-        booking = services.booking_cancel(
-            actor=request.user, booking=self.get_object(), reason=reason.validated_data["reason"]
-        )
-        return Response(BookingSerializer(booking).data)
+        return self._act(request, ReasonSerializer, services.booking_cancel)
 
     @extend_schema(request=BookingExtendSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])
     def extend(self, request: Request, pk: str) -> Response:
-        body = BookingExtendSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        booking = services.booking_extend(
-            actor=request.user, booking=self.get_object(), end=body.validated_data["end"]
-        )
-        return Response(BookingSerializer(booking).data)
+        return self._act(request, BookingExtendSerializer, services.booking_extend)
 
     @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str) -> Response:
-        body = ReasonSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        booking = services.booking_approve(
-            actor=request.user, booking=self.get_object(), reason=body.validated_data["reason"]
-        )
-        return Response(BookingSerializer(booking).data)
+        return self._act(request, ReasonSerializer, services.booking_approve)
 
     @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str) -> Response:
-        body = ReasonSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        booking = services.booking_reject(
-            actor=request.user, booking=self.get_object(), reason=body.validated_data["reason"]
-        )
-        return Response(BookingSerializer(booking).data)
+        return self._act(request, ReasonSerializer, services.booking_reject)

@@ -1,3 +1,5 @@
+from collections.abc import Callable
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -92,19 +94,16 @@ class QuotaRequestViewSet(
     @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str) -> Response:
-        body = DecisionSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        decided = services.quota_request_approve(
-            actor=request.user, request=self.get_object(), reason=body.validated_data["reason"]
-        )
-        return Response(QuotaRequestSerializer(decided).data)
+        return self._decide(request, services.quota_request_approve)
 
     @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str) -> Response:
+        return self._decide(request, services.quota_request_reject)
+
+    def _decide(self, request: Request, service: Callable[..., QuotaRequest]) -> Response:
+        quota_request = self.get_object()  # outsiders get 404 whatever they send
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        decided = services.quota_request_reject(
-            actor=request.user, request=self.get_object(), reason=body.validated_data["reason"]
-        )
+        decided = service(actor=request.user, request=quota_request, **body.validated_data)
         return Response(QuotaRequestSerializer(decided).data)
