@@ -32,10 +32,7 @@ def _send(user, subject: str, body: str) -> None:  # type: ignore[no-untyped-def
 
 def ssh_command(booking: Booking) -> str | None:
     node = booking.nodes.filter(status="ready").order_by("-attempt").first()
-    if node is None or not node.public_ip:
-        return None
-    user = "root"
-    return f"ssh {user}@{node.public_ip}"
+    return node.ssh_command if node else None
 
 
 def booking_decided(booking: Booking) -> None:

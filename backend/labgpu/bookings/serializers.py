@@ -18,12 +18,10 @@ class BookingNodeSerializer(serializers.Serializer):
     failure_reason = serializers.CharField()
 
     def get_ssh_user(self, node) -> str:  # type: ignore[no-untyped-def]
-        return "root"
+        return node.SSH_USER
 
     def get_ssh_command(self, node) -> str | None:  # type: ignore[no-untyped-def]
-        if node.status != "ready" or not node.public_ip:
-            return None
-        return f"ssh root@{node.public_ip}"
+        return node.ssh_command
 
 
 class BookingSerializer(serializers.ModelSerializer):

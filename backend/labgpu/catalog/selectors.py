@@ -16,8 +16,3 @@ def pools_visible_to(user: User) -> QuerySet[NodePool]:
     return pools.filter(
         Q(allowed_labs__isnull=True) | Q(allowed_labs__in=lab_ids), is_active=True
     ).distinct()
-
-
-def pool_allows_lab(pool: NodePool, lab_id: int) -> bool:
-    allowed = set(pool.allowed_labs.values_list("id", flat=True))
-    return not allowed or lab_id in allowed

@@ -92,3 +92,12 @@ class Node(BaseModel):
     @property
     def name(self) -> str:
         return f"labgpu-node-{self.pk}"
+
+    SSH_USER = "root"  # the GPU Droplet images' default user, where cloud-init puts the keys
+
+    @property
+    def ssh_command(self) -> str | None:
+        """What the user runs to reach the node; only once it passed its checks."""
+        if self.status != self.Status.READY or not self.public_ip:
+            return None
+        return f"ssh {self.SSH_USER}@{self.public_ip}"
