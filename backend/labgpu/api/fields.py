@@ -1,6 +1,9 @@
-from datetime import datetime
+from datetime import UTC, datetime
 
+import django_filters
+from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django_filters.fields import IsoDateTimeField
 from rest_framework import serializers
 
 
@@ -22,3 +25,24 @@ class AwareDateTimeField(serializers.DateTimeField):
         elif isinstance(value, datetime) and timezone.is_naive(value):
             self.fail("naive_datetime")
         return super().to_internal_value(value)
+
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """A filter's ISO 8601 value, moved to UTC.
+
+    Python accepts offsets up to ±23:59 but PostgreSQL refuses a timestamptz literal beyond ±15:59,
+    so `?end_before=…+20:44` would reach the database as an error (a 500) instead of a filter.
+    """
+
+    def to_python(self, value: object) -> datetime | None:
+        parsed = super().to_python(value)
+        if parsed is None or timezone.is_naive(parsed):
+            return parsed
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField

@@ -1,14 +1,15 @@
 import django_filters
 
+from labgpu.api.fields import UtcIsoDateTimeFilter
 from labgpu.bookings.models import Booking
 
 
 class BookingFilter(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=Booking.Status.choices)
-    start_after = django_filters.IsoDateTimeFilter(
+    start_after = UtcIsoDateTimeFilter(
         field_name="end", lookup_expr="gt", label="Bookings that end after this moment"
     )
-    end_before = django_filters.IsoDateTimeFilter(
+    end_before = UtcIsoDateTimeFilter(
         field_name="start", lookup_expr="lt", label="Bookings that start before this moment"
     )
     user = django_filters.NumberFilter(field_name="user_id")

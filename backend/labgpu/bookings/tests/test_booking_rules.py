@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 
+from conftest import client_for
 from labgpu.accounts.tests.factories import LabFactory, MembershipFactory
 from labgpu.bookings.models import Booking
 from labgpu.catalog.tests.factories import BlackoutFactory, NodePoolFactory
@@ -11,6 +12,13 @@ from labgpu.core.timeutils import now
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/bookings/"
+
+
+@pytest.fixture(params=["session", "token"])
+def as_alice(request, alice):
+    """Every rule both ways: a session goes through DRF; on PostgreSQL a token takes the express
+    lane (bookings/express.py), which must accept exactly what the service accepts."""
+    return client_for(alice, scopes=None if request.param == "session" else ["book"])
 
 
 def book(client, pool, start, end, **extra):
@@ -177,6 +185,30 @@ def test_quota_exceeded_reports_hours_remaining(as_alice, pool, quotas, mid_next
     response = book(as_alice, pool, later, later + timedelta(hours=2))
     assert_error(response, 409, "quota_exceeded")
     assert response.json()["extra"]["remaining_gpu_hours"] == "1.00"
+
+
+def test_lab_admins_hear_once_at_80_and_at_100_percent_of_quota(
+    as_alice, bob, pool, quotas, mid_next_month, mailoutbox, django_capture_on_commit_callbacks
+):
+    for quota in quotas:
+        quota.gpu_hours = 10
+        quota.save()
+
+    def book_hour(start, hours=1):
+        with django_capture_on_commit_callbacks(execute=True):
+            return book(as_alice, pool, start, start + timedelta(hours=hours))
+
+    start = mid_next_month
+    assert book_hour(start, hours=7).status_code == 201
+    assert mailoutbox == []
+    start += timedelta(hours=8)
+    assert book_hour(start).status_code == 201
+    assert [m.to for m in mailoutbox] == [[bob.email]] and "80%" in mailoutbox[0].subject
+    assert book_hour(start + timedelta(hours=2)).status_code == 201
+    assert len(mailoutbox) == 1  # 90 %: already told
+    assert book_hour(start + timedelta(hours=4)).status_code == 201
+    assert len(mailoutbox) == 2 and "100%" in mailoutbox[1].subject
+    assert_error(book_hour(start + timedelta(hours=6)), 409, "quota_exceeded")
 
 
 def test_no_quota_means_no_booking(as_alice, pool, tomorrow):
