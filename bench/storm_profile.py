@@ -4,9 +4,10 @@
     cd backend && DATABASE_URL=postgres://postgres@127.0.0.1:5432/labgpu_bench \\
         ../.venv/bin/python ../bench/storm_profile.py --n 300
 
-Sends POST /api/v1/bookings/ through Django's test client (the full middleware and DRF stack, no
-sockets), the same random grid-aligned bookings as the storm. Prints: wall ms per create, the SQL
-of one create with per-query times, query counts, and the cProfile top functions.
+Sends POST /api/v1/bookings/ through Django's test client (the full middleware stack, then the
+express lane or DRF; no sockets), the same random grid-aligned bookings as the storm. Prints: wall
+ms per create, the SQL of one create with per-query times, query counts, and the cProfile top
+functions.
 """
 
 import argparse
