@@ -59,11 +59,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--clients", type=int, default=32, help="concurrent connections (≤ 256)"
     )
     p.add_argument("--seconds", type=int, default=20, help="storm duration (≤ 120)")
-    p.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    p.add_argument(
+        "--workers", type=int, default=3, help="gunicorn worker processes (make run uses 3)"
+    )
     p.add_argument(
         "--threads", type=int, default=8, help="threads per gunicorn worker (gthread)"
     )
-    p.add_argument("--worker-class", default="gthread", choices=["gthread", "sync"])
+    p.add_argument(
+        "--worker-class",
+        default="sync",
+        choices=["gthread", "sync"],
+        help="sync, as make run, the Dockerfile and compose serve",
+    )
     p.add_argument("--pools", type=int, default=8, help="pools to spread the load over")
     p.add_argument("--capacity", type=int, default=8, help="nodes per pool")
     p.add_argument("--labs", type=int, default=8)
