@@ -3,7 +3,8 @@
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError, RestrictedError
 from django.http import Http404, JsonResponse
@@ -68,6 +69,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
                 {"referenced_by": [str(u) for u in users]},
             ),
             status=status.HTTP_409_CONFLICT,
+        )
+    if isinstance(exc, RequestDataTooBig):
+        # Raised while DRF reads the body; a client's mistake, not ours.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            error_body(
+                f"The request body is larger than {limit} bytes.",
+                "request_too_large",
+                {"limit_bytes": limit},
+            ),
+            status=status.HTTP_400_BAD_REQUEST,
         )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(

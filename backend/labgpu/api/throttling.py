@@ -37,7 +37,7 @@ class PrincipalRateThrottle(SimpleRateThrottle):
         if key is None:
             return True
         earlier = getattr(getattr(request, "_request", request), "express_throttle", None)
-        if earlier is not None and earlier.key == key:
+        if earlier is not None and getattr(earlier, "key", None) == key:
             # The booking express lane already counted this request, then handed it over.
             self.__dict__.update(earlier.__dict__)
             return earlier.allowed
@@ -46,6 +46,18 @@ class PrincipalRateThrottle(SimpleRateThrottle):
     def allow_token(self, secret_hash: str) -> bool:
         """The same check for a caller that knows only the token's hash (the express lane)."""
         return self.rate is None or self.allow_key(self.key_for_token(secret_hash))
+
+    def forget(self) -> None:
+        """Take back the request just counted (the express lane found its token unusable)."""
+        if getattr(self, "key", None) is None:
+            return  # nothing was counted (no rate)
+        history = self.cache.get(self.key, [])
+        if self.now in history:
+            history.remove(self.now)
+        if history:
+            self.cache.set(self.key, history, self.duration)
+        else:
+            self.cache.delete(self.key)
 
     def allow_key(self, key: str) -> bool:
         """SimpleRateThrottle's sliding window over the request history kept in the cache."""

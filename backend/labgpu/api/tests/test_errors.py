@@ -1,11 +1,13 @@
 """Every error has one JSON shape: {"message", "code", "extra"} — and no input causes a 500."""
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from conftest import client_for
 from labgpu.api.throttling import PrincipalRateThrottle
 
 pytestmark = pytest.mark.django_db
@@ -134,3 +136,12 @@ def test_filter_times_with_offsets_postgresql_refuses_are_not_a_500(as_alice, po
     # Year 1 at +20:00 is before year 1 in UTC: no such moment.
     response = as_alice.get("/api/v1/bookings/", {"start_after": "0001-01-01T00:00:00+20:00"})
     assert_shape(response, 400, "invalid")
+
+
+@pytest.mark.parametrize("scopes", [None, ["book"]])
+def test_a_body_over_the_upload_limit_is_a_400(alice, scopes, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = json.dumps({"pool": 1, "end": "2030-01-01T00:00:00Z", "purpose": "x" * 2000})
+    client = client_for(alice, scopes=scopes)
+    response = client.generic("POST", "/api/v1/bookings/", body, content_type="application/json")
+    assert assert_shape(response, 400, "request_too_large")["extra"]["limit_bytes"] == 1000

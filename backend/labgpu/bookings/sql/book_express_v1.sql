@@ -54,7 +54,8 @@ BEGIN
       FROM accounts_apitoken t JOIN accounts_user u ON u.id = t.user_id
      WHERE t.secret_hash = p_token_hash AND t.revoked_at IS NULL
        AND (t.expires_at IS NULL OR t.expires_at > p_now) AND u.is_active
-       AND (t.scopes ? 'book' OR t.scopes ? 'admin');
+       AND jsonb_typeof(t.scopes) = 'array'
+       AND (t.scopes @> '["book"]' OR t.scopes @> '["admin"]');
     IF NOT FOUND THEN RETURN '{"defer": "token"}'; END IF;
 
     IF p_idempotency_key IS NOT NULL AND EXISTS (
@@ -93,10 +94,11 @@ BEGIN
 
     -- The pool's rules (labgpu.bookings.services._check_times); grids count from midnight UTC.
     IF p_end <= p_start
-       OR (NOT p_on_demand AND p_start < p_now)
+       -- The clock again, not only p_now: the pool lock may have kept us waiting.
+       OR (NOT p_on_demand AND p_start < greatest(p_now, clock_timestamp()))
        OR p_start > p_now + make_interval(days => pool.max_days_ahead)
-       OR extract(epoch FROM p_end - p_start) < pool.min_duration_minutes * 60
-       OR extract(epoch FROM p_end - p_start) > pool.max_duration_minutes * 60 THEN
+       OR extract(epoch FROM p_end - p_start) < pool.min_duration_minutes * 60::numeric
+       OR extract(epoch FROM p_end - p_start) > pool.max_duration_minutes * 60::numeric THEN
         RETURN '{"defer": "times"}';
     END IF;
     instant_s := extract(epoch FROM p_end);
@@ -184,9 +186,13 @@ BEGIN
         INSERT INTO bookings_idempotencykey (user_id, key, request_fingerprint, booking_id, created_at)
         VALUES (caller.user_id, p_idempotency_key, p_fingerprint, new_id, p_now);
     END IF;
-    -- As token_authenticate: touch the token at most once a minute.
+    -- As token_authenticate: touch the token at most once a minute, and never wait for it while
+    -- holding the pool and quota locks (SKIP LOCKED: someone else is touching or editing it).
     UPDATE accounts_apitoken SET last_used_at = p_now
-     WHERE id = caller.token_id AND (last_used_at IS NULL OR last_used_at < p_now - interval '60 seconds');
+     WHERE id = (SELECT t.id FROM accounts_apitoken t
+                  WHERE t.id = caller.token_id
+                    AND (t.last_used_at IS NULL OR t.last_used_at < p_now - interval '60 seconds')
+                    FOR UPDATE SKIP LOCKED);
 
     RETURN jsonb_build_object(
         'id', new_id,

@@ -16,9 +16,10 @@ from rest_framework.test import APIClient
 
 from conftest import client_for
 from labgpu.accounts.models import ApiToken
-from labgpu.accounts.services import token_create
+from labgpu.accounts.services import hash_token, token_create
 from labgpu.api.throttling import PrincipalRateThrottle
 from labgpu.audit.models import AuditEvent
+from labgpu.bookings import express
 from labgpu.bookings.models import Booking, IdempotencyKey
 from labgpu.bookings.serializers import BookingSerializer
 from labgpu.catalog.tests.factories import NodePoolFactory
@@ -57,16 +58,18 @@ def test_a_token_create_is_one_statement_and_answers_like_the_serializer(
 ):
     client = client_for(alice, scopes=["book"])
     with CaptureQueriesContext(connection) as queries:
-        response = client.post(URL, body_for(pool, tomorrow, purpose="  trimmed  "), format="json")
+        response = client.post(
+            URL, body_for(pool, tomorrow, purpose="  trimmed\u2028 ✓  "), format="json"
+        )
     assert response.status_code == 201, response.content
     assert len(express_calls(queries.captured_queries)) == 1
     assert len(data_statements(queries.captured_queries)) == 1, queries.captured_queries
 
     booking = Booking.objects.get(pk=response.json()["id"])
-    expected = json.loads(JSONRenderer().render(BookingSerializer(booking).data))
-    assert response.json() == expected
+    assert response.content == JSONRenderer().render(BookingSerializer(booking).data)
     assert response.headers["Location"] == f"/api/v1/bookings/{booking.pk}/"
-    assert booking.purpose == "trimmed"
+    assert booking.purpose == "trimmed\u2028 ✓"
+    assert b"\\u2028" in response.content  # escaped, as DRF's renderer does
     assert (booking.slot, booking.status, booking.on_demand) == (0, "scheduled", False)
     assert booking.reserved_start == tomorrow - timedelta(minutes=pool.provisioning_lead_minutes)
     assert booking.reserved_end == booking.end + timedelta(minutes=pool.teardown_grace_minutes)
@@ -125,6 +128,38 @@ def test_what_the_lane_is_unsure_of_goes_to_the_service(alice, pool, quotas, tom
             assert len(data_statements(queries.captured_queries)) > 1, body
 
 
+def test_requests_drf_would_negotiate_differently_are_left_to_drf(alice, pool, quotas, tomorrow):
+    client = client_for(alice, scopes=["book"])
+    body = json.dumps(body_for(pool, tomorrow))
+    long_type = "application/json; charset=utf-8; x=" + "a" * 300
+    for path, headers, status in [
+        (URL, {"HTTP_ACCEPT": "application/jsonl"}, 406),
+        (URL + "?format=xml", {}, 404),
+        (URL, {"content_type": long_type}, 415),
+    ]:
+        kwargs = {"content_type": "application/json", **headers}
+        response = client.generic("POST", path, body, **kwargs)
+        assert response.status_code == status, (path, headers, response.content)
+    assert not Booking.objects.exists()
+
+
+def test_a_scopes_value_that_is_not_a_list_books_nothing(alice, pool, quotas, tomorrow):
+    token, raw = token_create(user=alice, name="odd", scopes=["book"])
+    ApiToken.objects.filter(pk=token.pk).update(scopes="book")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert client.post(URL, body_for(pool, tomorrow), format="json").status_code == 403
+    assert not Booking.objects.exists()
+
+
+def test_without_its_function_the_lane_steps_aside(alice, pool, quotas, tomorrow, monkeypatch):
+    monkeypatch.setattr(express, "BOOK", "SELECT labgpu_no_such_function()")
+    client = client_for(alice, scopes=["book"])
+    response = client.post(URL, body_for(pool, tomorrow), format="json")
+    assert response.status_code == 201, response.content
+    assert Booking.objects.count() == 1
+
+
 def test_idempotent_retries_through_the_lane(alice, pool, quotas, tomorrow):
     client = client_for(alice, scopes=["book"])
     body = body_for(pool, tomorrow)
@@ -164,4 +199,22 @@ def test_a_request_is_counted_once_by_the_throttle(alice, pool, quotas, tomorrow
     assert response.status_code == 429 and response.json()["code"] == "throttled"
     # The token's bucket is shared with every other endpoint.
     assert client.get("/api/v1/me/").status_code == 429
+    cache.clear()
+
+
+def test_refused_tokens_use_up_no_throttle(alice, pool, quotas, tomorrow, monkeypatch):
+    """DRF counts only authenticated, permitted requests; so does the lane."""
+    cache.clear()
+    monkeypatch.setattr(PrincipalRateThrottle, "rate", "2/min", raising=False)
+    token, raw = token_create(user=alice, name="reader", scopes=["read"])
+    reader = APIClient()
+    reader.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    for _ in range(3):
+        assert reader.post(URL, body_for(pool, tomorrow), format="json").status_code == 403
+    assert reader.get("/api/v1/me/").status_code == 200
+    assert cache.get(PrincipalRateThrottle().key_for_token(token.secret_hash)) is not None
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION="Bearer lgp_made-up")
+    assert stranger.post(URL, body_for(pool, tomorrow), format="json").status_code == 401
+    assert cache.get(PrincipalRateThrottle().key_for_token(hash_token("lgp_made-up"))) is None
     cache.clear()
