@@ -46,6 +46,7 @@ BACKEND = REPO / "backend"
 BENCH = REPO / "bench"
 VENV_BIN = Path(sys.executable).parent
 DB_NAME = "labgpu_bench"
+PROTECTED_DBS = {"postgres", "template0", "template1"}
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 MAX_CLIENTS, MAX_SECONDS = 256, 120
 TARGET_RPS, TARGET_P99_MS = 400, 100
@@ -99,7 +100,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "tree, which other people may be editing",
     )
     p.add_argument(
-        "--keep-db", action="store_true", help="leave labgpu_bench for inspection"
+        "--db",
+        default=DB_NAME,
+        help="name of the database to drop, create and use (default labgpu_bench)",
+    )
+    p.add_argument(
+        "--keep-db", action="store_true", help="leave the database for inspection"
     )
     p.add_argument("--json", action="store_true", help="print only the JSON summary")
     args = p.parse_args(argv)
@@ -121,6 +127,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--pools 1..64, --capacity 1..100, --days 1..3000")
     if urlsplit(args.pg_url).hostname not in LOOPBACK:
         p.error("--pg-url must point at a loopback PostgreSQL")
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.db) or args.db in PROTECTED_DBS:
+        p.error("--db must be a plain lower-case name, not postgres or a template")
     if args.wrk_threads < 1 or args.wrk_threads > args.clients:
         p.error("--wrk-threads must be 1..clients")
     return args
@@ -138,14 +146,14 @@ def db_url(base: str, name: str) -> str:
 
 def recreate_database(args: argparse.Namespace) -> str:
     with psycopg.connect(db_url(args.pg_url, "postgres"), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB_NAME}")
-    return db_url(args.pg_url, DB_NAME)
+        conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {args.db}")
+    return db_url(args.pg_url, args.db)
 
 
 def drop_database(args: argparse.Namespace) -> None:
     with psycopg.connect(db_url(args.pg_url, "postgres"), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
 
 
 def redis_up() -> bool:
@@ -314,8 +322,8 @@ def group_pids(pgid: int) -> list[int]:
 def postgres_backend_pids(database_url: str) -> list[int]:
     with psycopg.connect(database_url, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (DB_NAME,),
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()",
         ).fetchall()
     return [pid for (pid,) in rows]
 
@@ -529,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
             ).stdout.strip()  # fmt: skip
             BACKEND_SOURCE = f"{args.ref} ({rev})"
             log(args, f"benchmarking backend/ at {args.ref} (exported to {BACKEND})")
-        log(args, f"creating database {DB_NAME}")
+        log(args, f"creating database {args.db}")
         database_url = recreate_database(args)
         env = server_env(args, database_url)
         subprocess.run(

@@ -1,0 +1,53 @@
+"""bench/booking_storm.py still runs end to end: a short storm, then its capacity check.
+
+Measures nothing (numbers live in docs/benchmarks.md); it keeps the benchmark from rotting.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+REPO = Path(__file__).resolve().parents[4]
+STORM = REPO / "bench" / "booking_storm.py"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="the storm drives gunicorn on PostgreSQL, the production way",
+    ),
+    pytest.mark.skipif(not STORM.exists(), reason="bench/ is not part of this checkout"),
+]
+
+
+@pytest.mark.skipif(not shutil.which("wrk"), reason="wrk is not installed (apt-get install wrk)")
+def test_a_short_booking_storm_books_and_verifies_capacity():
+    server = urlsplit(os.environ.get("DATABASE_URL", ""))
+    pg_url = urlunsplit((server.scheme, server.netloc, "", "", ""))
+    storm = [
+        sys.executable, str(STORM), "--json", "--pg-url", pg_url,
+        "--db", f"labgpu_storm_smoke_{os.getpid()}",
+        "--clients", "4", "--seconds", "2", "--warmup", "0", "--workers", "1",
+        "--pools", "2", "--capacity", "2", "--days", "2",
+    ]  # fmt: skip
+    result = subprocess.run(
+        storm,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": settings.SETTINGS_MODULE},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout)
+    assert summary["verify"]["capacity_ok"], summary["verify"]
+    assert summary["creates"] > 0 and summary["conflicts_by_code"].keys() <= {"pool_full"}
+    assert summary["server_errors_5xx"] == 0 and summary["errors"] == 0
