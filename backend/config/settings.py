@@ -150,6 +150,8 @@ STORAGES = {
 # --- REST API -----------------------------------------------------------------------------------
 THROTTLE_USER_RATE = os.environ.get("LABGPU_THROTTLE_USER", "1200/min")
 THROTTLE_ANON_RATE = os.environ.get("LABGPU_THROTTLE_ANON", "120/min")
+# Password attempts per client address (the login endpoint only).
+THROTTLE_LOGIN_RATE = os.environ.get("LABGPU_THROTTLE_LOGIN", "10/min")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "labgpu.accounts.authentication.BearerTokenAuthentication",
@@ -166,7 +168,11 @@ REST_FRAMEWORK = {
         "labgpu.api.throttling.PrincipalRateThrottle",
         "rest_framework.throttling.AnonRateThrottle",
     ],
-    "DEFAULT_THROTTLE_RATES": {"principal": THROTTLE_USER_RATE, "anon": THROTTLE_ANON_RATE},
+    "DEFAULT_THROTTLE_RATES": {
+        "principal": THROTTLE_USER_RATE,
+        "anon": THROTTLE_ANON_RATE,
+        "login": THROTTLE_LOGIN_RATE,
+    },
     "EXCEPTION_HANDLER": "labgpu.api.exceptions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -276,6 +282,10 @@ CELERY_BEAT_SCHEDULE = {
     "remind-ending-bookings": {"task": f"{_TASKS}.remind_ending_bookings", "schedule": every(60)},
     "fail-silent-nodes": {"task": f"{_TASKS}.fail_silent_nodes", "schedule": every(60)},
     "reconcile-all": {"task": f"{_TASKS}.reconcile_all", "schedule": every(60)},
+    "purge-idempotency-keys": {
+        "task": "labgpu.bookings.tasks.purge_idempotency_keys",
+        "schedule": every(3600),
+    },
 }
 
 # --- Lifecycle ----------------------------------------------------------------------------------

@@ -74,8 +74,9 @@ class PrincipalRateThrottle(SimpleRateThrottle):
 
 
 class LoginRateThrottle(SimpleRateThrottle):
+    """Password attempts per client address: LABGPU_THROTTLE_LOGIN (default 10/min)."""
+
     scope = "login"
-    rate = "10/min"
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -6,6 +6,7 @@ import zoneinfo
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef
 
@@ -551,3 +552,18 @@ def bookings_expire_stale_pending(*, batch: int = 200) -> int:
         "pk", flat=True
     )[:batch]
     return sum(booking_expire(booking_id=pk) for pk in stale)
+
+
+def idempotency_keys_purge(*, batch: int = 1000) -> int:
+    """Forget up to `batch` Idempotency-Keys older than LABGPU_IDEMPOTENCY_TTL_HOURS.
+
+    A retry within the TTL still replays; afterwards the same key books anew (as Stripe's do).
+    """
+    cutoff = now() - timedelta(hours=settings.LABGPU_IDEMPOTENCY_TTL_HOURS)
+    stale = list(
+        IdempotencyKey.objects.filter(created_at__lt=cutoff)
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:batch]
+    )
+    deleted, _ = IdempotencyKey.objects.filter(pk__in=stale).delete()
+    return deleted

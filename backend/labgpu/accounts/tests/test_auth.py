@@ -184,3 +184,48 @@ def test_profile_time_zone_is_validated(as_alice):
         ).json()["timezone"]
         == "Europe/Paris"
     )
+
+
+def test_idempotency_keys_are_forgotten_after_their_ttl(alice, pool, quotas, tomorrow, settings):
+    from labgpu.bookings.models import IdempotencyKey
+    from labgpu.bookings.tasks import purge_idempotency_keys
+
+    settings.LABGPU_IDEMPOTENCY_TTL_HOURS = 24
+    client = client_for(alice, scopes=["book"])
+    body = {
+        "pool": pool.pk,
+        "start": tomorrow.isoformat(),
+        "end": (tomorrow + timedelta(hours=1)).isoformat(),
+    }
+    old = client.post("/api/v1/bookings/", body, format="json", HTTP_IDEMPOTENCY_KEY="old")
+    later = {**body, "start": body["end"], "end": (tomorrow + timedelta(hours=2)).isoformat()}
+    fresh = client.post("/api/v1/bookings/", later, format="json", HTTP_IDEMPOTENCY_KEY="fresh")
+    IdempotencyKey.objects.filter(key="old").update(created_at=now() - timedelta(hours=25))
+
+    assert purge_idempotency_keys.apply().get() == 1
+    assert set(IdempotencyKey.objects.values_list("key", flat=True)) == {"fresh"}
+    # The booking stays; only the key is forgotten: the key is free for a new request (before
+    # the purge, a different body with it was a 422).
+    elsewhere = {
+        **body,
+        "start": (tomorrow + timedelta(hours=6)).isoformat(),
+        "end": (tomorrow + timedelta(hours=7)).isoformat(),
+    }
+    again = client.post("/api/v1/bookings/", elsewhere, format="json", HTTP_IDEMPOTENCY_KEY="old")
+    assert (old.status_code, fresh.status_code, again.status_code) == (201, 201, 201)
+    assert again.json()["id"] != old.json()["id"]
+    assert alice.bookings.count() == 3
+
+
+def test_password_guessing_is_throttled_per_address(alice, monkeypatch):
+    from django.core.cache import cache
+
+    from labgpu.api.throttling import LoginRateThrottle
+
+    cache.clear()
+    monkeypatch.setattr(LoginRateThrottle, "rate", "2/min", raising=False)
+    client = APIClient()
+    guess = {"username": "alice", "password": "wrong"}
+    codes = [client.post("/api/v1/auth/login/", guess, format="json").status_code for _ in range(3)]
+    assert 429 not in codes[:2] and codes[2] == 429
+    cache.clear()
