@@ -198,6 +198,7 @@ SPECTACULAR_SETTINGS = {
         "MembershipRoleEnum": "labgpu.accounts.models.Membership.Role",
         "QuotaRequestStatusEnum": "labgpu.quotas.models.QuotaRequest.Status",
         "ProviderKindEnum": "labgpu.catalog.models.ProviderAccount.Kind",
+        "FeedKindEnum": "labgpu.feeds.models.CalendarFeed.Kind",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

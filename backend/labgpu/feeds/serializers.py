@@ -1,4 +1,3 @@
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from labgpu.catalog.models import NodePool
@@ -7,15 +6,10 @@ from labgpu.feeds.models import CalendarFeed
 KIND_HELP = "`user`: your own bookings; `pool`: every booking of one pool (others' as Busy)."
 
 
-# A plain string in the schema: an enum named "kind" would collide with ProviderAccount.kind
-# (drf-spectacular then fails the build with a naming warning; see the report to the lead).
-@extend_schema_field({"type": "string", "pattern": "^(user|pool)$", "description": KIND_HELP})
-class FeedKindField(serializers.ChoiceField):
-    pass
-
-
 class CalendarFeedSerializer(serializers.ModelSerializer):
-    kind = FeedKindField(choices=CalendarFeed.Kind.choices, read_only=True)
+    kind = serializers.ChoiceField(
+        choices=CalendarFeed.Kind.choices, read_only=True, help_text=KIND_HELP
+    )
     pool_name = serializers.CharField(source="pool.name", read_only=True, allow_null=True)
 
     class Meta:
@@ -25,7 +19,7 @@ class CalendarFeedSerializer(serializers.ModelSerializer):
 
 
 class CalendarFeedCreateSerializer(serializers.Serializer):
-    kind = FeedKindField(choices=CalendarFeed.Kind.choices)
+    kind = serializers.ChoiceField(choices=CalendarFeed.Kind.choices, help_text=KIND_HELP)
     pool = serializers.PrimaryKeyRelatedField(
         queryset=NodePool.objects.all(),
         required=False,

@@ -1012,8 +1012,13 @@ export interface components {
         };
         CalendarFeed: {
             readonly id: number;
-            /** @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy). */
-            readonly kind: string;
+            /**
+             * @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy).
+             *
+             *     * `user` - My bookings
+             *     * `pool` - Pool
+             */
+            readonly kind: components["schemas"]["FeedKindEnum"];
             readonly pool: number | null;
             readonly pool_name: string | null;
             readonly prefix: string;
@@ -1023,16 +1028,26 @@ export interface components {
             readonly revoked_at: string | null;
         };
         CalendarFeedCreateRequest: {
-            /** @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy). */
-            kind: string;
+            /**
+             * @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy).
+             *
+             *     * `user` - My bookings
+             *     * `pool` - Pool
+             */
+            kind: components["schemas"]["FeedKindEnum"];
             /** @description Required for a `pool` feed. */
             pool?: number | null;
         };
         /** @description Returned once, by create: the subscription URL carries the secret. */
         CalendarFeedCreated: {
             readonly id: number;
-            /** @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy). */
-            readonly kind: string;
+            /**
+             * @description `user`: your own bookings; `pool`: every booking of one pool (others' as Busy).
+             *
+             *     * `user` - My bookings
+             *     * `pool` - Pool
+             */
+            readonly kind: components["schemas"]["FeedKindEnum"];
             readonly pool: number | null;
             readonly pool_name: string | null;
             readonly prefix: string;
@@ -1051,6 +1066,12 @@ export interface components {
             /** @default  */
             reason: string;
         };
+        /**
+         * @description * `user` - My bookings
+         *     * `pool` - Pool
+         * @enum {string}
+         */
+        FeedKindEnum: "user" | "pool";
         /**
          * @description * `amd` - AMD
          *     * `nvidia` - NVIDIA
