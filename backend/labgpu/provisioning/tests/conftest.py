@@ -118,6 +118,7 @@ def lifecycle(
                             and worker.process.poll() is not None
                             and not (worker.killed)
                         ):
+                            worker.stop()  # reaps what the dead worker left, e.g. its beat
                             workers[index] = Worker(
                                 worker.env, worker.log_path, beat=worker.beat
                             ).start()

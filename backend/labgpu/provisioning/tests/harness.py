@@ -3,6 +3,7 @@ the DigitalOcean emulator over HTTP, and agents in fixture mode reporting to a l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -141,24 +142,32 @@ class Worker:
             env=self.env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
+            # Its own process group: `--beat` forks a beat process that must die with the worker.
+            start_new_session=True,
         )
         return self
 
     def kill(self) -> None:
-        """SIGKILL: no cleanup, no acknowledgement — what a crashed machine looks like."""
+        """SIGKILL to the worker and its beat: no cleanup, no acknowledgement — what a crashed
+        machine looks like."""
         self.killed = True
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=10)
+        self._kill_group()
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        self._kill_group()  # whatever is left, e.g. a beat whose worker was killed
         self.log.close()
+
+    def _kill_group(self) -> None:
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.process.poll() is None:
+            self.process.wait(timeout=10)
 
     def log_tail(self, lines: int = 60) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
