@@ -48,6 +48,7 @@ describe('pages', () => {
     ['alice', '/bookings/new', 'booking-form'],
     ['alice', '/quotas', 'quotas'],
     ['alice', '/tokens', 'tokens'],
+    ['alice', '/feeds', 'feeds'],
     ['alice', '/profile', 'profile'],
     ['bob', '/approvals', 'approvals-lab-admin'],
     ['bob', '/labs', 'lab-members'],

@@ -87,6 +87,12 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.tokens' },
   },
   {
+    path: '/feeds',
+    name: 'feeds',
+    component: () => import('@/views/account/FeedListView.vue'),
+    meta: { title: 'nav.feeds' },
+  },
+  {
     path: '/profile',
     name: 'profile',
     component: () => import('@/views/account/ProfileView.vue'),

@@ -28,6 +28,7 @@ describe('route guard (I-6: people see only what their role allows)', () => {
       query: { next: '/bookings?status=ready' },
     })
     expect(guard(to('login'), signedIn(null))).toBe(true)
+    expect(guard(to('feeds', '/feeds'), signedIn(null))).toEqual({ name: 'login', query: { next: '/feeds' } })
   })
 
   it('keeps members out of admin pages', () => {
@@ -36,6 +37,7 @@ describe('route guard (I-6: people see only what their role allows)', () => {
     expect(guard(to('nodes'), session)).toEqual({ name: 'dashboard' })
     expect(guard(to('lab-members'), session)).toEqual({ name: 'dashboard' })
     expect(guard(to('calendar'), session)).toBe(true)
+    expect(guard(to('feeds'), session)).toBe(true)
   })
 
   it('lets a lab admin approve and manage members, and a site admin see nodes', () => {
