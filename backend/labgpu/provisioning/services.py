@@ -23,6 +23,7 @@ from labgpu.catalog.models import ProviderAccount
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.providers import (
+    Droplet,
     DropletSpec,
     ProviderNotFound,
     ProviderPermanentError,
@@ -39,6 +40,8 @@ logger = logging.getLogger(__name__)
 BookingStatus = Booking.Status
 NodeStatus = Node.Status
 MAX_ATTEMPTS = 2  # the first node, and one replacement (I-5)
+# Where a node's agent can move it before provisioning has recorded the droplet's id.
+ALIVE_AFTER_CREATE = [NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY]
 
 
 def _on_commit_enqueue(task_name: str, *args: object, countdown: float = 0) -> None:
@@ -237,25 +240,35 @@ def _node_provision(*, node_id: int) -> None:
     except ProviderPermanentError as error:
         node_fail(node_id=node.pk, reason=f"The provider refused to create the node: {error}")
         return
-    recorded = Node.objects.filter(pk=node.pk, status=NodeStatus.CREATING, provider_id="").update(
-        provider_id=str(droplet.id),
-        provider_created_at=droplet.created_at or now(),
-        public_ip=droplet.public_ipv4,
-    )
+    recorded = _record_droplet(node.pk, droplet, statuses=[NodeStatus.CREATING])
     if not recorded:
         node.refresh_from_db()
-        if node.provider_id and node.provider_id != str(droplet.id):
+        if node.provider_id == str(droplet.id):
+            return  # already recorded
+        if node.provider_id:
             # A second droplet for this node (a create that outlived its lease): keep the one
             # recorded, destroy this one now; reconciliation would otherwise do it (I-3, I-4).
             with driver_for(node.provider_account) as driver:
                 driver.destroy(droplet.id)
             logger.warning("node %s: destroyed duplicate droplet %s", node.pk, droplet.id)
             return
-        # The node was given up meanwhile (cancelled, failed): its droplet must not outlive it.
-        _node_teardown(node_id=node.pk)
-        return
+        # A create that answered 5xx but succeeded boots the droplet, and its agent may check in
+        # (moving the node on) before this retry adopts it: record it, the node is alive.
+        recorded = _record_droplet(node.pk, droplet, statuses=ALIVE_AFTER_CREATE)
+        if not recorded:
+            # The node was given up meanwhile (cancelled, failed): its droplet must not outlive it.
+            _node_teardown(node_id=node.pk)
+            return
     logger.info("node %s: droplet %s %s", node.pk, droplet.id, "adopted" if adopted else "created")
     _on_commit_enqueue("poll_node", node.pk, countdown=settings.LABGPU_POLL_INTERVAL_S)
+
+
+def _record_droplet(node_id: int, droplet: Droplet, *, statuses: list[str]) -> int:
+    return Node.objects.filter(pk=node_id, status__in=statuses, provider_id="").update(
+        provider_id=str(droplet.id),
+        provider_created_at=droplet.created_at or now(),
+        public_ip=droplet.public_ipv4,
+    )
 
 
 def _droplet_spec(node: Node) -> DropletSpec:

@@ -1,4 +1,5 @@
-"""The provider lease: one worker at a time talks to the provider about a node (I-4)."""
+"""The provider lease and the create step: one worker at a time talks to the provider about a
+node, and what it creates is recorded, never lost or doubled (I-4)."""
 
 from datetime import timedelta
 
@@ -56,3 +57,32 @@ def test_an_expired_lease_can_be_taken_and_the_old_holder_may_not_create(node):
             assert thief
             with pytest.raises(LeaseLost):
                 renew()
+
+
+def test_an_adopted_droplet_whose_agent_checked_in_first_is_kept(node, monkeypatch):
+    """A create answered 5xx but booted; its agent checked in (CREATING → CHECKING) before the
+    retry adopted the droplet. The retry must record it, not tear the live node down."""
+    from contextlib import nullcontext
+
+    from labgpu.core.transitions import transition
+    from labgpu.providers import Droplet
+    from labgpu.provisioning import services
+
+    droplet = Droplet(
+        id=42, name="labgpu-node", status="active", size_slug="s", region="tor1", image="i",
+        tags=(), public_ipv4="192.0.2.7", private_ipv4=None, created_at=now(),
+    )  # fmt: skip
+
+    def adopt_after_the_agent_checked_in(driver, spec, *, before_create):
+        transition(Node, pk=node.pk, from_statuses=["creating"], to_status="checking")
+        return droplet, True
+
+    def no_teardown(**kwargs):
+        raise AssertionError("a live node was torn down")
+
+    monkeypatch.setattr(services, "driver_for", lambda account: nullcontext(None))
+    monkeypatch.setattr(services, "create_or_adopt", adopt_after_the_agent_checked_in)
+    monkeypatch.setattr(services, "_node_teardown", no_teardown)
+    services.node_provision(node_id=node.pk)
+    node.refresh_from_db()
+    assert (node.status, node.provider_id, node.public_ip) == ("checking", "42", "192.0.2.7")
