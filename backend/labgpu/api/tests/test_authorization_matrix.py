@@ -25,9 +25,10 @@ from conftest import client_for
 from labgpu.accounts.models import Membership, SshKey
 from labgpu.accounts.services import token_create
 from labgpu.audit.models import AuditEvent
-from labgpu.bookings.models import Booking
+from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import Blackout, ProviderAccount
 from labgpu.provisioning.models import Node
+from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
 from labgpu.quotas.models import Quota, QuotaRequest
 
@@ -142,28 +143,8 @@ def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type
     account = ProviderAccount.objects.create(
         name="Matrix", kind="emulator", api_base_url="http://127.0.0.1:9", token_env_var="NOPE"
     )
-    booking = Booking.objects.create(
-        lab=vision_lab,
-        user=alice,
-        pool=pool,
-        start=start,
-        end=start + timedelta(hours=1),
-        reserved_start=start,
-        reserved_end=start + timedelta(hours=1),
-        slot=0,
-        status="pending",
-        gpu_count=1,
-        price_per_hour=1,
-    )
-    node = Node.objects.create(
-        booking=booking,
-        provider_account=account,
-        region="tor1",
-        size="gpu-mi300x1-192gb",
-        image="gpu-amd-base",
-        status="ready",
-        provider_id="7",
-    )
+    booking = BookingFactory(lab=vision_lab, user=alice, pool=pool, start=start, status="pending")
+    node = NodeFactory(booking=booking, provider_account=account, status="ready", provider_id="7")
     heartbeat = new_heartbeat_token()
     Node.objects.filter(pk=node.pk).update(heartbeat_token_hash=hash_secret(heartbeat))
     ssh_key = SshKey.objects.create(

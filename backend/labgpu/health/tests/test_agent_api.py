@@ -1,15 +1,14 @@
 """The agent's side of the API: node-scoped tokens, schema-checked reports, baselines."""
 
-from datetime import timedelta
-
 import pytest
 from rest_framework.test import APIClient
 
-from labgpu.bookings.models import Booking
+from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import ProviderAccount
 from labgpu.health.models import HealthReport
 from labgpu.health.selectors import instance_type_baselines
 from labgpu.provisioning.models import Node
+from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.provisioning.tokens import bootstrap_token_for, hash_secret
 
 pytestmark = pytest.mark.django_db
@@ -17,27 +16,11 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def node(alice, vision_lab, pool, tomorrow):
-    booking = Booking.objects.create(
-        lab=vision_lab,
-        user=alice,
-        pool=pool,
-        start=tomorrow,
-        end=tomorrow + timedelta(hours=1),
-        reserved_start=tomorrow,
-        reserved_end=tomorrow + timedelta(hours=1),
-        slot=0,
-        status="provisioning",
-        gpu_count=1,
-        price_per_hour=1,
+    booking = BookingFactory(
+        lab=vision_lab, user=alice, pool=pool, start=tomorrow, status="provisioning"
     )
-    node = Node.objects.create(
-        booking=booking,
-        provider_account=ProviderAccount.objects.first(),
-        region="tor1",
-        size="gpu-mi300x1-192gb",
-        image="gpu-amd-base",
-        status="booting",
-        provider_id="7",
+    node = NodeFactory(
+        booking=booking, provider_account=ProviderAccount.objects.first(), provider_id="7"
     )
     Node.objects.filter(pk=node.pk).update(
         bootstrap_token_hash=hash_secret(bootstrap_token_for(node.pk))

@@ -5,39 +5,21 @@ from datetime import timedelta
 
 import pytest
 
-from labgpu.bookings.models import Booking
-from labgpu.catalog.models import ProviderAccount
+from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services import LeaseLost, _node_lease, _renew_lease
+from labgpu.provisioning.tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def node(alice, vision_lab, pool, tomorrow):
-    booking = Booking.objects.create(
-        lab=vision_lab,
-        user=alice,
-        pool=pool,
-        start=tomorrow,
-        end=tomorrow + timedelta(hours=1),
-        reserved_start=tomorrow,
-        reserved_end=tomorrow + timedelta(hours=1),
-        slot=0,
-        status="provisioning",
-        gpu_count=1,
-        price_per_hour=1,
+    booking = BookingFactory(
+        lab=vision_lab, user=alice, pool=pool, start=tomorrow, status="provisioning"
     )
-    account = ProviderAccount.objects.create(name="E", kind="emulator", token_env_var="X")
-    return Node.objects.create(
-        booking=booking,
-        provider_account=account,
-        region="tor1",
-        size="s",
-        image="i",
-        status="creating",
-    )
+    return NodeFactory(booking=booking, status="creating")
 
 
 def test_only_one_holder_of_a_node_lease(node):

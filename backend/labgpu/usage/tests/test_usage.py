@@ -3,7 +3,7 @@ from decimal import Decimal
 
 import pytest
 
-from labgpu.bookings.models import Booking
+from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import ProviderAccount
 from labgpu.provisioning.models import Node
 from labgpu.usage.models import UsageRecord
@@ -41,17 +41,13 @@ def record(booking, *, hours: float, start=T0, charged=True):
 
 @pytest.fixture
 def finished(alice, vision_lab, pool):
-    booking = Booking.objects.create(
+    booking = BookingFactory(
         lab=vision_lab,
         user=alice,
         pool=pool,
         start=T0,
         end=T0 + timedelta(hours=4),
-        reserved_start=T0,
-        reserved_end=T0 + timedelta(hours=4),
-        slot=0,
         status="completed",
-        gpu_count=1,
         price_per_hour=Decimal("2.00"),
     )
     record(booking, hours=4)
@@ -109,8 +105,10 @@ def test_usage_query_is_validated(as_alice):
 
 
 def test_errors_stay_json_when_csv_was_asked_for(as_alice):
-    response = as_alice.get("/api/v1/usage/", {"start": "2030-03-01T00:00:00Z",
-                                               "end": "2030-03-01T00:00:00Z", "format": "csv"})
+    response = as_alice.get(
+        "/api/v1/usage/",
+        {"start": "2030-03-01T00:00:00Z", "end": "2030-03-01T00:00:00Z", "format": "csv"},
+    )
     assert response.status_code == 400
     assert response["Content-Type"].startswith("application/json")
     assert response.json()["code"] == "end_before_start"
