@@ -65,7 +65,8 @@ run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(
 	$(MANAGE) collectstatic --noinput --verbosity 0
 	@echo "LabGPU on http://127.0.0.1:$(PORT)  (demo users: alice, bob, carol… password labgpu-demo)"
 	cd $(BACKEND) && PORT=$(PORT) EMULATOR_PORT=$(EMULATOR_PORT) VENV_BIN=$(CURDIR)/$(VENV)/bin \
-	  LABGPU_EMULATOR_TOKEN=$${LABGPU_EMULATOR_TOKEN:-emulator-dev-token} \
+	  LABGPU_PROVIDER_TOKEN_EMULATOR=$${LABGPU_PROVIDER_TOKEN_EMULATOR:-emulator-dev-token} \
+	  LABGPU_PROVIDER_ALLOWED_BASE_URLS=$${LABGPU_PROVIDER_ALLOWED_BASE_URLS:-http://127.0.0.1:$(EMULATOR_PORT)} \
 	  LABGPU_PUBLIC_API_URL=$${LABGPU_PUBLIC_API_URL:-http://127.0.0.1:$(PORT)} \
 	  exec $(CURDIR)/$(VENV)/bin/honcho --no-prefix -f Procfile start
 

@@ -1,6 +1,7 @@
 """Shared fixtures. Personas as in STYLE.md: alice (researcher) and bob (lab admin) of the vision
 lab, carol (site admin), mallory (researcher of another lab)."""
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -17,6 +18,17 @@ from labgpu.quotas.tests.factories import QuotaFactory
 # The live test server listens with Django's small default backlog (10); the race tests open 32
 # connections at once, which a production server (gunicorn: 2048) would simply queue.
 WSGIServer.request_queue_size = 128
+
+# Provider tokens go only to DigitalOcean unless LABGPU_PROVIDER_ALLOWED_BASE_URLS lists more; the
+# tests run the emulator (and recorders) on loopback ports, as `make run` does. The environment
+# reaches the worker subprocesses; the fixture below sets this process's settings, read earlier.
+PROVIDERS_ON_LOOPBACK = "http://127.0.0.1,http://localhost"
+os.environ.setdefault("LABGPU_PROVIDER_ALLOWED_BASE_URLS", PROVIDERS_ON_LOOPBACK)
+
+
+@pytest.fixture(autouse=True)
+def _providers_on_loopback_allowed(settings):
+    settings.LABGPU_PROVIDER_ALLOWED_BASE_URLS = PROVIDERS_ON_LOOPBACK.split(",")
 
 
 @pytest.fixture

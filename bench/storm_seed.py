@@ -87,7 +87,7 @@ def main() -> None:
             name="Bench emulator",
             kind="emulator",
             api_base_url="http://127.0.0.1:8010",
-            token_env_var="LABGPU_EMULATOR_TOKEN",
+            token_env_var="LABGPU_PROVIDER_TOKEN_EMULATOR",
         )
         types = [
             InstanceType.objects.create(

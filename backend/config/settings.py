@@ -300,6 +300,10 @@ LABGPU_STUCK_AFTER_S = int(os.environ.get("LABGPU_STUCK_AFTER_S", "120"))
 LABGPU_PROVIDER_LEASE_S = int(os.environ.get("LABGPU_PROVIDER_LEASE_S", "300"))
 LABGPU_PROVIDER_MAX_ATTEMPTS = int(os.environ.get("LABGPU_PROVIDER_MAX_ATTEMPTS", "3"))
 LABGPU_PROVIDER_MAX_RETRY_WAIT_S = float(os.environ.get("LABGPU_PROVIDER_MAX_RETRY_WAIT_S", "10"))
+# Provider tokens go to https://api.digitalocean.com only, unless this lists other origins
+# (comma-separated; no port = every port of that host), e.g. http://127.0.0.1 for the emulator.
+# Token variables must be named LABGPU_PROVIDER_TOKEN_* (docs/security.md).
+LABGPU_PROVIDER_ALLOWED_BASE_URLS = env_list("LABGPU_PROVIDER_ALLOWED_BASE_URLS", "")
 LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", "30"))
 
 # --- Operations: structured logs, metrics, CSP (labgpu.ops; docs/operations.md) -----------------

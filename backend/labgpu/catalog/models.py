@@ -8,6 +8,13 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from labgpu.core.models import BaseModel
+from labgpu.providers.credentials import (
+    ALLOWED_BASE_URLS_SETTING,
+    DIGITALOCEAN_API_URL,
+    TOKEN_ENV_PREFIX,
+    base_url_problem,
+    token_env_var_allowed,
+)
 
 ENV_VAR_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # Explicit bounds: they are real limits, and they keep the OpenAPI schema the same on every
@@ -17,9 +24,35 @@ DAY_MINUTES = 24 * 60
 YEAR_MINUTES = 366 * DAY_MINUTES
 
 
-def validate_env_var_name(value: str) -> None:
+def validate_env_var_name(value: str) -> None:  # referenced by migration 0001 only
     if not ENV_VAR_NAME.match(value):
-        raise ValidationError(_("Name an environment variable, e.g. DIGITALOCEAN_TOKEN."))
+        raise ValidationError(_("Name an environment variable."))
+
+
+def validate_token_env_var(value: str) -> None:
+    """Only `LABGPU_PROVIDER_TOKEN_*` variables may hold a provider token (docs/security.md)."""
+    if not token_env_var_allowed(value):
+        raise ValidationError(
+            _(
+                "Name an environment variable starting with %(prefix)s, "
+                "e.g. %(prefix)sDIGITALOCEAN; other variables are never read."
+            ),
+            code="token_env_var_not_allowed",
+            params={"prefix": TOKEN_ENV_PREFIX},
+        )
+
+
+def validate_provider_base_url(value: str) -> None:
+    """DigitalOcean's API, or an origin listed in LABGPU_PROVIDER_ALLOWED_BASE_URLS."""
+    if base_url_problem(value) is not None:
+        raise ValidationError(
+            _(
+                "Only %(default)s is allowed unless %(setting)s lists this origin "
+                "(scheme, host and port; no path)."
+            ),
+            code="base_url_not_allowed",
+            params={"default": DIGITALOCEAN_API_URL, "setting": ALLOWED_BASE_URLS_SETTING},
+        )
 
 
 class ProviderAccount(BaseModel):
@@ -31,8 +64,16 @@ class ProviderAccount(BaseModel):
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    api_base_url = models.URLField(default="https://api.digitalocean.com")
-    token_env_var = models.CharField(max_length=100, validators=[validate_env_var_name])
+    # A CharField: Django's URL validator refuses compose's `http://emulator:8010` (no dot), and
+    # validate_provider_base_url is stricter anyway (an allowed origin, nothing else).
+    api_base_url = models.CharField(
+        max_length=200, default=DIGITALOCEAN_API_URL, validators=[validate_provider_base_url]
+    )
+    token_env_var = models.CharField(
+        max_length=100,
+        validators=[validate_token_env_var],
+        help_text=_("Environment variable holding the token: LABGPU_PROVIDER_TOKEN_<NAME>."),
+    )
     is_active = models.BooleanField(default=True)
 
     def __str__(self) -> str:
@@ -40,7 +81,15 @@ class ProviderAccount(BaseModel):
 
     @property
     def token_configured(self) -> bool:
-        return bool(os.environ.get(self.token_env_var))
+        """Whether the token's variable is set; never looked up for a name outside the prefix."""
+        return token_env_var_allowed(self.token_env_var) and bool(
+            os.environ.get(self.token_env_var)
+        )
+
+    @property
+    def usable(self) -> bool:
+        """Its token is configured and may be sent to its base URL (the driver checks again)."""
+        return self.token_configured and base_url_problem(self.api_base_url) is None
 
 
 class InstanceType(BaseModel):

@@ -21,6 +21,7 @@ from .base import (
     node_id_from_tags,
     node_tag,
 )
+from .credentials import base_url_problem, explicitly_allowed, token_env_var_problem
 from .errors import (
     ProviderAmbiguousCreate,
     ProviderError,
@@ -61,6 +62,11 @@ def driver_from_settings(
     without Django). The shared request budget lives at the first redis:// URL among: setting or
     env `LABGPU_PROVIDER_REDIS_URL`, setting or env `REDIS_URL`, setting `CELERY_BROKER_URL`.
     """
+    # Re-checked here, where the secret is read: a row saved before the rules existed (or written
+    # around the model's validation) must not send a server secret anywhere (credentials.py).
+    problem = token_env_var_problem(credential_env) or base_url_problem(base_url)
+    if problem:
+        raise ProviderPermanentError(f"provider account refused: {problem}")
     token = os.environ.get(credential_env, "")
     if not token:
         raise ProviderPermanentError(
@@ -90,6 +96,8 @@ def driver_from_settings(
         (c for c in candidates if isinstance(c, str) and c.startswith(("redis://", "rediss://"))),
         None,
     )
+    # Plain http beyond loopback only where the operator listed that origin (compose's emulator).
+    options.setdefault("allow_plain_http", explicitly_allowed(base_url))
     return build_driver(kind=kind, base_url=base_url, token=token, redis_url=redis_url, **options)
 
 

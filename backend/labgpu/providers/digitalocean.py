@@ -81,14 +81,17 @@ class DigitalOceanDriver:
         event_hooks: Mapping[str, list[Callable[..., Any]]] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         user_agent: str = "labgpu-provider/0.1",
+        allow_plain_http: bool = False,
     ) -> None:
         if not token:
             raise ValueError("a provider token is required")
         parts = urlsplit(base_url)
         if parts.scheme not in {"http", "https"} or not parts.hostname:
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
-        if parts.scheme == "http" and parts.hostname not in _LOOPBACK_HOSTS:
-            # A bearer token over cleartext to a non-local host would leak it.
+        # A bearer token over cleartext to a non-local host would leak it; only an origin the
+        # operator listed (compose's emulator on its private network) may be plain http.
+        plain_http_ok = allow_plain_http or parts.hostname in _LOOPBACK_HOSTS
+        if parts.scheme == "http" and not plain_http_ok:
             raise ValueError("refusing to send the provider token over http to a non-loopback host")
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")

@@ -70,7 +70,7 @@ def reconcile(account_id: int) -> dict[str, int]:
 
 @shared_task(acks_late=True)
 def reconcile_all() -> int:
-    accounts = [a for a in ProviderAccount.objects.filter(is_active=True) if a.token_configured]
+    accounts = [a for a in ProviderAccount.objects.filter(is_active=True) if a.usable]
     for account in accounts:
         reconcile.delay(account.pk)
     return len(accounts)

@@ -1530,8 +1530,8 @@ export interface components {
         PatchedProviderAccountRequest: {
             name?: string;
             kind?: components["schemas"]["ProviderKindEnum"];
-            /** Format: uri */
             api_base_url?: string;
+            /** @description Environment variable holding the token: LABGPU_PROVIDER_TOKEN_<NAME>. */
             token_env_var?: string;
             is_active?: boolean;
         };
@@ -1539,8 +1539,8 @@ export interface components {
             readonly id: number;
             name: string;
             kind: components["schemas"]["ProviderKindEnum"];
-            /** Format: uri */
             api_base_url?: string;
+            /** @description Environment variable holding the token: LABGPU_PROVIDER_TOKEN_<NAME>. */
             token_env_var: string;
             readonly token_configured: boolean;
             is_active?: boolean;
@@ -1548,8 +1548,8 @@ export interface components {
         ProviderAccountRequest: {
             name: string;
             kind: components["schemas"]["ProviderKindEnum"];
-            /** Format: uri */
             api_base_url?: string;
+            /** @description Environment variable holding the token: LABGPU_PROVIDER_TOKEN_<NAME>. */
             token_env_var: string;
             is_active?: boolean;
         };

@@ -141,7 +141,10 @@ def fast_passwords(settings):
 def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type, quotas):
     start = pool.created_at.replace(microsecond=0) + timedelta(days=3)
     account = ProviderAccount.objects.create(
-        name="Matrix", kind="emulator", api_base_url="http://127.0.0.1:9", token_env_var="NOPE"
+        name="Matrix",
+        kind="emulator",
+        api_base_url="http://127.0.0.1:9",
+        token_env_var="LABGPU_PROVIDER_TOKEN_NOPE",
     )
     booking = BookingFactory(lab=vision_lab, user=alice, pool=pool, start=start, status="pending")
     node = NodeFactory(booking=booking, provider_account=account, status="ready", provider_id="7")

@@ -13,7 +13,7 @@ class ProviderAccountFactory(factory.django.DjangoModelFactory):
     name = "Emulator"
     kind = ProviderAccount.Kind.EMULATOR
     api_base_url = "http://127.0.0.1:8010"
-    token_env_var = "LABGPU_EMULATOR_TOKEN"
+    token_env_var = "LABGPU_PROVIDER_TOKEN_EMULATOR"
 
 
 class InstanceTypeFactory(factory.django.DjangoModelFactory):

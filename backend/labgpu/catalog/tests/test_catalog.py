@@ -17,7 +17,7 @@ def test_members_read_the_catalog_and_site_admins_write_it(as_alice, as_carol, p
 def test_provider_accounts_are_site_admin_only_and_never_show_the_token(
     as_alice, as_carol, instance_type, monkeypatch
 ):
-    monkeypatch.setenv("LABGPU_EMULATOR_TOKEN", "dop_v1_supersecretvalue")
+    monkeypatch.setenv("LABGPU_PROVIDER_TOKEN_EMULATOR", "dop_v1_supersecretvalue")
     assert as_alice.get("/api/v1/provider-accounts/").status_code == 403
     response = as_carol.get("/api/v1/provider-accounts/")
     assert response.status_code == 200

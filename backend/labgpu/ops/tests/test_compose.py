@@ -107,10 +107,14 @@ def test_every_variable_the_settings_read_is_provided(compose):
 
 def test_the_env_example_names_the_provider_tokens_and_production_mode():
     names = env_example_names()
-    assert {"DIGITALOCEAN_TOKEN", "LABGPU_EMULATOR_TOKEN", "LABGPU_PRODUCTION"} <= names
+    assert {
+        "LABGPU_PROVIDER_TOKEN_DIGITALOCEAN",
+        "LABGPU_PROVIDER_TOKEN_EMULATOR",
+        "LABGPU_PRODUCTION",
+    } <= names
     lines = ENV_EXAMPLE.read_text().splitlines()
     values = dict(line.split("=", 1) for line in lines if re.match(r"^[A-Z]", line))
-    assert values["DIGITALOCEAN_TOKEN"] == "", "never commit a real token"
+    assert values["LABGPU_PROVIDER_TOKEN_DIGITALOCEAN"] == "", "never commit a real token"
     assert values["LABGPU_PRODUCTION"] == "1"
 
 

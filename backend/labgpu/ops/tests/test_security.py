@@ -166,7 +166,7 @@ def test_the_provider_token_never_appears_in_an_api_response_or_a_log_line(
     server = HTTPServer(("127.0.0.1", 0), _Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_port}"
-    monkeypatch.setenv("LABGPU_LEAK_TEST_TOKEN", LEAK)
+    monkeypatch.setenv("LABGPU_PROVIDER_TOKEN_LEAK_TEST", LEAK)
     caplog.set_level(logging.DEBUG)
     logging.getLogger().setLevel(logging.DEBUG)
     bodies: list[str] = []
@@ -178,7 +178,7 @@ def test_the_provider_token_never_appears_in_an_api_response_or_a_log_line(
                 "name": "Leak test",
                 "kind": "emulator",
                 "api_base_url": base_url,
-                "token_env_var": "LABGPU_LEAK_TEST_TOKEN",
+                "token_env_var": "LABGPU_PROVIDER_TOKEN_LEAK_TEST",
             },
         )
         assert created.status_code == 201, created.content

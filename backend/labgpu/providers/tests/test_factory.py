@@ -8,11 +8,13 @@ from labgpu.providers.ratelimit import LocalRequestBudget, RedisRequestBudget
 
 
 def test_driver_from_settings_reads_the_token_from_the_named_environment_variable(monkeypatch):
-    monkeypatch.setenv("LABGPU_TEST_DO_TOKEN", "dop_v1_from_env")
+    monkeypatch.setenv("LABGPU_PROVIDER_TOKEN_TEST_DO", "dop_v1_from_env")
     monkeypatch.setenv("LABGPU_PROVIDER_REDIS_URL", "redis://127.0.0.1:6379/15")
 
     driver = driver_from_settings(
-        kind="emulator", base_url="http://127.0.0.1:8010", credential_env="LABGPU_TEST_DO_TOKEN"
+        kind="emulator",
+        base_url="http://127.0.0.1:8010",
+        credential_env="LABGPU_PROVIDER_TOKEN_TEST_DO",
     )
     try:
         assert isinstance(driver.budget, RedisRequestBudget)
@@ -22,13 +24,13 @@ def test_driver_from_settings_reads_the_token_from_the_named_environment_variabl
 
 
 def test_a_missing_credential_is_a_permanent_error(monkeypatch):
-    monkeypatch.delenv("LABGPU_TEST_DO_TOKEN", raising=False)
+    monkeypatch.delenv("LABGPU_PROVIDER_TOKEN_TEST_DO", raising=False)
 
-    with pytest.raises(ProviderPermanentError, match="LABGPU_TEST_DO_TOKEN"):
+    with pytest.raises(ProviderPermanentError, match="LABGPU_PROVIDER_TOKEN_TEST_DO"):
         driver_from_settings(
             kind="digitalocean",
             base_url="https://api.digitalocean.com",
-            credential_env="LABGPU_TEST_DO_TOKEN",
+            credential_env="LABGPU_PROVIDER_TOKEN_TEST_DO",
         )
 
 

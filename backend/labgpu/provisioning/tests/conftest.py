@@ -59,14 +59,14 @@ def lifecycle(
     vision_lab,
 ):
     """Everything a booking needs to become a node: catalog, quota, emulator, broker, API."""
-    monkeypatch.setenv("LABGPU_EMULATOR_TOKEN", EMULATOR_TOKEN)
+    monkeypatch.setenv("LABGPU_PROVIDER_TOKEN_EMULATOR", EMULATOR_TOKEN)
     settings.LABGPU_HEARTBEAT_INTERVAL_S = 1
     settings.LABGPU_PUBLIC_API_URL = live_server.url
     account = ProviderAccount.objects.create(
         name="Emulator",
         kind="emulator",
         api_base_url=emulator.url,
-        token_env_var="LABGPU_EMULATOR_TOKEN",
+        token_env_var="LABGPU_PROVIDER_TOKEN_EMULATOR",
     )
     instance_type = InstanceTypeFactory(
         provider_account=account, agent_profile="mi300x", provider_size="gpu-mi300x1-192gb"
@@ -91,7 +91,7 @@ def lifecycle(
         broker_url=redis_server.url,
         api_url=live_server.url,
         mail_dir=mail_dir,
-        LABGPU_EMULATOR_TOKEN=EMULATOR_TOKEN,
+        LABGPU_PROVIDER_TOKEN_EMULATOR=EMULATOR_TOKEN,
     )
     workers: list[Worker] = []
     import threading

@@ -200,7 +200,7 @@ class Command(BaseCommand):
             defaults={
                 "kind": "emulator",
                 "api_base_url": "http://127.0.0.1:8010",
-                "token_env_var": "LABGPU_EMULATOR_TOKEN",
+                "token_env_var": "LABGPU_PROVIDER_TOKEN_EMULATOR",
             },
         )
         ProviderAccount.objects.get_or_create(
@@ -208,7 +208,7 @@ class Command(BaseCommand):
             defaults={
                 "kind": "digitalocean",
                 "api_base_url": "https://api.digitalocean.com",
-                "token_env_var": "DIGITALOCEAN_TOKEN",
+                "token_env_var": "LABGPU_PROVIDER_TOKEN_DIGITALOCEAN",
                 "is_active": False,
             },
         )
