@@ -155,7 +155,7 @@ THROTTLE_LOGIN_RATE = os.environ.get("LABGPU_THROTTLE_LOGIN", "10/min")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "labgpu.accounts.authentication.BearerTokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "labgpu.accounts.authentication.CsrfCheckedSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",

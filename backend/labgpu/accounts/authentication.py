@@ -30,6 +30,17 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
+class CsrfCheckedSessionAuthentication(authentication.SessionAuthentication):
+    """DRF's session authentication, its CSRF refusal coded `csrf_failed` like Django's own CSRF
+    failure view (labgpu.api.exceptions.csrf_failure): one code for one failure (docs/api.md)."""
+
+    def enforce_csrf(self, request: Request) -> None:
+        try:
+            super().enforce_csrf(request)
+        except exceptions.PermissionDenied as refused:
+            raise exceptions.PermissionDenied(str(refused.detail), code="csrf_failed") from None
+
+
 class BearerTokenScheme(OpenApiAuthenticationExtension):
     target_class = "labgpu.accounts.authentication.BearerTokenAuthentication"
     name = "bearerAuth"

@@ -229,3 +229,15 @@ def test_password_guessing_is_throttled_per_address(alice, monkeypatch):
     codes = [client.post("/api/v1/auth/login/", guess, format="json").status_code for _ in range(3)]
     assert 429 not in codes[:2] and codes[2] == 429
     cache.clear()
+
+
+@pytest.mark.security
+def test_csrf_failure_on_drf_paths_answers_csrf_failed(alice):
+    """A signed-in browser's write without the CSRF token: the code docs/api.md promises, on DRF
+    views as on Django's own CSRF failure view (the login above)."""
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(alice)
+    response = client.post("/api/v1/me/ssh-keys/", {"name": "k", "public_key": "ssh-ed25519 AAAA"})
+    assert response.status_code == 403
+    assert response.json()["code"] == "csrf_failed"
+    assert alice.ssh_keys.count() == 0
