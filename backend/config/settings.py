@@ -244,6 +244,9 @@ LOGGING = {
 # --- LabGPU -------------------------------------------------------------------------------------
 # Pending bookings that were never decided expire when their provisioning would have to begin.
 LABGPU_IDEMPOTENCY_TTL_HOURS = int(os.environ.get("LABGPU_IDEMPOTENCY_TTL_HOURS", "24"))
+# A lab admin may approve their own booking only when this is on; each such approval is audited
+# as `booking.self_approve` (docs/security.md). Off: another lab admin or a site admin decides.
+LABGPU_ALLOW_SELF_APPROVAL = env_bool("LABGPU_ALLOW_SELF_APPROVAL", False)
 
 # The built SPA: WhiteNoise serves its hashed assets from the site root; index.html comes from
 # labgpu.core.views.spa_index for every client-side route.

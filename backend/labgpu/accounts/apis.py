@@ -148,7 +148,8 @@ class LabViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class LabMemberViewSet(viewsets.ModelViewSet):
-    """Members of one lab. Lab admins add, change limits of, and remove members."""
+    """Members of one lab. Site admins add members; lab admins change their roles and limits
+    and remove them."""
 
     queryset = Membership.objects.none()
     serializer_class = MembershipSerializer
@@ -171,6 +172,7 @@ class LabMemberViewSet(viewsets.ModelViewSet):
 
     def create(self, request: Request, lab_pk: str) -> Response:
         lab = self.get_lab()  # other labs are 404 whatever the body says
+        services.require_site_admin_to_add(actor=request.user)  # before reading the body
         serializer = MembershipSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         membership = services.membership_add(

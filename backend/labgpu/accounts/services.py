@@ -122,6 +122,14 @@ def _require_lab_admin(*, actor: User, lab: Lab) -> None:
         raise NotPermitted("Only this lab's admins can do that.", code="not_lab_admin")
 
 
+def require_site_admin_to_add(*, actor: User) -> None:
+    """Adding someone to a lab shares their bookings and usage with it without their say, so only
+    site admins add directly; lab admins manage the members they have (roles, limits, removal).
+    Invitations the user accepts come with issue 16."""
+    if not actor.is_site_admin:
+        raise NotPermitted("Only site admins add members to a lab.", code="not_site_admin")
+
+
 @transaction.atomic
 def membership_add(
     *,
@@ -132,7 +140,7 @@ def membership_add(
     max_hours_per_week: int | None = None,
     max_concurrent_bookings: int | None = None,
 ) -> Membership:
-    _require_lab_admin(actor=actor, lab=lab)
+    require_site_admin_to_add(actor=actor)
     membership, created = Membership.objects.get_or_create(
         user=user,
         lab=lab,

@@ -507,13 +507,20 @@ def booking_approve(*, actor: User, booking: Booking, reason: str = "") -> Booki
     if booking.status == Status.PENDING and booking.reserved_start <= now():
         booking_expire(booking_id=booking.pk)
         raise Conflict("Too late: the booking expired.", code="expired")
+    own = booking.user_id == actor.pk
+    if own and not settings.LABGPU_ALLOW_SELF_APPROVAL:
+        # Approval is a second pair of eyes on the lab's money; the one who asked is not it.
+        raise NotPermitted(
+            "You cannot approve your own booking: another lab admin or a site admin decides it.",
+            code="self_approval",
+        )
     booking = _decide(actor=actor, booking=booking, to_status=Status.SCHEDULED, reason=reason)
     audit_record(
         actor=actor,
-        action="booking.approve",
+        action="booking.self_approve" if own else "booking.approve",
         target=booking,
         lab=booking.lab,
-        data={"reason": reason},
+        data={"reason": reason, "self_approval": own},
     )
     transaction.on_commit(lambda: notifications.booking_decided(booking))
     return booking

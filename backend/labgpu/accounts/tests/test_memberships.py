@@ -11,9 +11,11 @@ def members_url(lab):
     return f"/api/v1/labs/{lab.pk}/members/"
 
 
-def test_lab_admin_adds_sets_limits_and_removes_a_member(as_bob, vision_lab, alice):
+def test_site_admin_adds_and_lab_admin_sets_limits_and_removes_a_member(
+    as_bob, as_carol, vision_lab, alice
+):
     UserFactory(username="frank")
-    added = as_bob.post(
+    added = as_carol.post(
         members_url(vision_lab), {"username": "frank", "max_hours_per_week": 20}, format="json"
     )
     assert added.status_code == 201, added.content
@@ -30,7 +32,13 @@ def test_lab_admin_adds_sets_limits_and_removes_a_member(as_bob, vision_lab, ali
 def test_researchers_cannot_manage_members(as_alice, vision_lab, bob):
     UserFactory(username="frank")
     response = as_alice.post(members_url(vision_lab), {"username": "frank"}, format="json")
-    assert response.status_code == 403 and response.json()["code"] == "not_lab_admin"
+    assert response.status_code == 403 and response.json()["code"] == "not_site_admin"
+    changed = as_alice.patch(
+        f"{members_url(vision_lab)}{Membership.objects.get(user=bob).pk}/",
+        {"role": "member"},
+        format="json",
+    )
+    assert changed.status_code == 403 and changed.json()["code"] == "not_lab_admin"
 
 
 def test_other_labs_members_are_invisible(as_mallory, vision_lab, alice):
@@ -43,11 +51,22 @@ def test_a_lab_keeps_its_last_admin(as_bob, vision_lab, bob):
     assert response.status_code == 409 and response.json()["code"] == "last_lab_admin"
 
 
-def test_adding_twice_is_a_conflict(as_bob, vision_lab, alice):
-    response = as_bob.post(members_url(vision_lab), {"username": "alice"}, format="json")
+def test_adding_twice_is_a_conflict(as_carol, vision_lab, alice):
+    response = as_carol.post(members_url(vision_lab), {"username": "alice"}, format="json")
     assert response.status_code == 409 and response.json()["code"] == "already_member"
 
 
-def test_unknown_username_names_the_field(as_bob, vision_lab):
-    response = as_bob.post(members_url(vision_lab), {"username": "nobody"}, format="json")
+def test_unknown_username_names_the_field(as_carol, vision_lab):
+    response = as_carol.post(members_url(vision_lab), {"username": "nobody"}, format="json")
     assert response.status_code == 400 and "username" in response.json()["extra"]["fields"]
+
+
+@pytest.mark.security
+def test_lab_admin_cannot_add_a_user_to_their_lab_without_consent(as_bob, vision_lab, bob):
+    """Issue 11 item 16: adding someone to a lab shares their bookings, usage and name with it,
+    so only a site admin adds directly (invitations the user accepts: issue 16)."""
+    frank = UserFactory(username="frank")
+    response = as_bob.post(members_url(vision_lab), {"username": "frank"}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "not_site_admin"
+    assert not Membership.objects.filter(user=frank).exists()
+    assert not AuditEvent.objects.filter(action="membership.add").exists()

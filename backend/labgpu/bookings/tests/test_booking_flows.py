@@ -53,6 +53,38 @@ def test_lab_admin_approves_a_pending_booking_and_it_is_audited(
     ).exists()
 
 
+@pytest.mark.security
+def test_lab_admin_cannot_approve_their_own_booking(
+    as_bob, as_carol, approval_pool, quotas, tomorrow
+):
+    """Issue 11 item 16: the person who asked is never the one who approves (by default)."""
+    booking = create(as_bob, approval_pool, tomorrow)
+    refused = as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/", {}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "self_approval"
+    assert Booking.objects.get(pk=booking["id"]).status == "pending"
+    assert not AuditEvent.objects.filter(
+        action__in=["booking.approve", "booking.self_approve"]
+    ).exists()
+    approved = as_carol.post(f"/api/v1/bookings/{booking['id']}/approve/", {}, format="json")
+    assert approved.status_code == 200 and approved.json()["decided_by"] == "carol"
+
+
+@pytest.mark.security
+def test_self_approval_allowed_by_setting_is_audited_as_self_approval(
+    as_bob, approval_pool, quotas, tomorrow, settings
+):
+    settings.LABGPU_ALLOW_SELF_APPROVAL = True
+    booking = create(as_bob, approval_pool, tomorrow)
+    approved = as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/", {}, format="json")
+    assert approved.status_code == 200 and approved.json()["status"] == "scheduled"
+    events = AuditEvent.objects.filter(
+        target_id=str(booking["id"]), action__in=["booking.approve", "booking.self_approve"]
+    )
+    assert list(events.values_list("action", "data__self_approval")) == [
+        ("booking.self_approve", True)
+    ]
+
+
 def test_rejection_needs_a_reason_and_frees_the_slot(
     as_alice, as_bob, approval_pool, quotas, tomorrow
 ):
