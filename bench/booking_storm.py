@@ -191,8 +191,13 @@ def free_port() -> int:
 
 
 def start_gunicorn(
-    args: argparse.Namespace, env: dict[str, str], port: int, logfile
+    args: argparse.Namespace,
+    env: dict[str, str],
+    port: int,
+    logfile,
+    extra_args: tuple[str, ...] = (),
 ) -> subprocess.Popen:
+    """gunicorn serving `config.wsgi` from BACKEND in its own session (stop_gunicorn ends it)."""
     cmd = [
         str(VENV_BIN / "gunicorn"),
         "config.wsgi",
@@ -205,6 +210,7 @@ def start_gunicorn(
     ]  # fmt: skip
     if args.worker_class == "gthread":
         cmd += ["--threads", str(args.threads)]
+    cmd += extra_args
     return subprocess.Popen(
         cmd,
         cwd=BACKEND,

@@ -1,0 +1,63 @@
+"""bench/provision_storm.py still runs end to end: three bookings through the whole lifecycle.
+
+Measures nothing (numbers live in docs/benchmarks.md); it keeps the benchmark from rotting. The
+beat and the poll are sped up (--set) so the run takes seconds, not minutes.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.db import connection
+
+REPO = Path(__file__).resolve().parents[4]
+STORM = REPO / "bench" / "provision_storm.py"
+BOOKINGS = 3
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="the storm drives gunicorn on PostgreSQL, the production way",
+    ),
+    pytest.mark.skipif(not STORM.exists(), reason="bench/ is not part of this checkout"),
+    pytest.mark.skipif(not shutil.which("redis-server"), reason="redis-server is not installed"),
+]
+
+
+def test_a_tiny_provision_storm_readies_and_tears_down_every_booking():
+    server = urlsplit(os.environ.get("DATABASE_URL", ""))
+    pg_url = urlunsplit((server.scheme, server.netloc, "", "", ""))
+    storm = [
+        sys.executable, str(STORM), "--json", "--pg-url", pg_url,
+        "--db", f"labgpu_pstorm_smoke_{os.getpid()}",
+        "--bookings", str(BOOKINGS), "--window", "1", "--end-window", "1", "--hold", "0",
+        "--boot", "2", "--ip-delay", "1", "--web-workers", "1", "--labs", "1",
+        "--users-per-lab", "2", "--ready-timeout", "180", "--teardown-timeout", "180",
+        "--set", "LABGPU_BEAT_SCALE=0.05", "--set", "LABGPU_POLL_INTERVAL_S=0.5",
+    ]  # fmt: skip
+    result = subprocess.run(
+        storm,
+        capture_output=True,
+        text=True,
+        timeout=420,
+        cwd=REPO,
+        env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads(result.stdout)
+    assert summary["bookings"]["created_201"] == BOOKINGS
+    assert summary["bookings"]["final_status"] == {"completed": BOOKINGS}
+    # The emulator's own counters: one droplet created and deleted per booking, none left.
+    assert summary["provider"]["creates"] == BOOKINGS, summary["provider"]
+    assert summary["duplicates"] == 0 and summary["orphans_after_teardown"] == []
+    assert summary["lost_work"]["api_5xx"] == 0 and summary["lost_work"]["failed_nodes"] == []
+    # Every hop was measured for every node: the record the numbers come from is complete.
+    assert {key: hop["n"] for key, hop in summary["hops_s"].items()} == dict.fromkeys(
+        summary["hops_s"], BOOKINGS
+    )
