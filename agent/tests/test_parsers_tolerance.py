@@ -85,7 +85,11 @@ def test_a_failed_tool_is_recorded_as_an_error_not_a_crash():
     assert facts.gpus == []
     assert facts.sources["rocminfo"] == "missing"
     assert facts.sources["nvidia-smi-xml"].startswith("error:")
-    assert facts.sources["amd-smi-static"] == "exit 255"
+    # The failed tool's own words are kept; an error message is not a parse problem to report.
+    assert facts.sources["amd-smi-static"] == (
+        "error: exit 255: ERROR: Unable to detect any GPU devices"
+    )
+    assert facts.parse_problems == []
 
 
 def test_unknown_tool_name_is_a_parse_error():

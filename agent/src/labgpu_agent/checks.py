@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from labgpu_agent.facts import Facts, GpuFacts
+from labgpu_agent.facts import Facts, GpuFacts, ParseProblem
 from labgpu_agent.parsers._text import version_tuple
 from labgpu_agent.profiles import InstanceProfile
 from labgpu_agent.smoke.base import SmokeResult
@@ -537,6 +537,43 @@ def check_diagnostics(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     ]
 
 
+def check_parse(facts: Facts, profile: InstanceProfile) -> list[Finding]:
+    """Output a parser could not read becomes a finding: facts from it may be missing.
+
+    One finding per tool, naming the first line the parser did not know, so an unknown shape
+    (a new ROCm or driver release) is never silently read as "nothing reported".
+    """
+    findings: list[Finding] = []
+    by_tool: dict[str, list[ParseProblem]] = {}
+    for problem in facts.parse_problems:
+        by_tool.setdefault(problem.tool, []).append(problem)
+    for tool, problems in sorted(by_tool.items()):
+        first = problems[0]
+        where = f" at line {first.line_number}: {first.line!r}" if first.line is not None else ""
+        findings.append(
+            Finding(
+                id=f"parse.{tool}",
+                severity="warn",
+                message=f"Could not read all of the {tool} output ({first.reason}){where}.",
+                evidence={
+                    "tool": tool,
+                    "reason": first.reason,
+                    "line": first.line,
+                    "line_number": first.line_number,
+                    "unknown_lines": sum(p.unknown_lines for p in problems),
+                },
+                remediation=(
+                    f"Facts from {tool} may be missing, so checks that need them cannot pass or "
+                    f"fail on them. Save the output, run `labgpu-agent parse {tool} FILE` to see "
+                    "what is read, check the tool itself works (`amd-smi version`, "
+                    "`rocm-smi --version`, `nvidia-smi`), and report the output with the tool "
+                    "version so the parser learns the new shape."
+                ),
+            )
+        )
+    return findings
+
+
 CHECKS: tuple[Check, ...] = (
     check_driver,
     check_kernel,
@@ -549,6 +586,7 @@ CHECKS: tuple[Check, ...] = (
     check_ecc,
     check_kernel_log,
     check_diagnostics,
+    check_parse,
 )
 
 

@@ -113,10 +113,14 @@ def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
                 part = parse_devices(raw.text, groups=groups, uid=uid)
             else:
                 part = parse(source.parser, raw.text)
-        except ParseError:
+        except ParseError as exc:
             first_line = raw.text.strip().splitlines()[0][:200] if raw.text.strip() else "no output"
             status[name] = f"error: exit {raw.exit_code}: {first_line}"
+            if raw.exit_code == 0 and exc.problem is not None:
+                parts.append(Facts(parse_problems=[exc.problem]))  # a shape we cannot read
             continue
+        if raw.exit_code != 0:
+            part.parse_problems = []  # a failed tool prints its error, not its format
         status[name] = "ok" if raw.exit_code == 0 else f"exit {raw.exit_code}"
         parts.append(part)
     facts = merge(parts)
@@ -132,6 +136,7 @@ def _run(command: tuple[str, ...]) -> RawOutput:
             command,
             capture_output=True,
             text=True,
+            errors="replace",  # binary noise from a broken tool must not crash the agent
             timeout=TOOL_TIMEOUT_S,
             env={**os.environ, "LC_ALL": "C"},
             check=False,

@@ -87,6 +87,21 @@ class Diagnostic:
 
 
 @dataclass
+class ParseProblem:
+    """Output a parser could not read: which tool, the first line it did not know, and why.
+
+    A parser never crashes and never drops an unknown shape silently; it returns what it could
+    read plus one of these, and the `parse` check turns it into a finding.
+    """
+
+    tool: str  # parser name, e.g. "amd-smi-monitor"
+    reason: str
+    line: str | None = None  # the first line the parser did not recognise (trimmed)
+    line_number: int | None = None  # 1-based, in the output as the tool printed it
+    unknown_lines: int = 0  # how many lines were not recognised
+
+
+@dataclass
 class Facts:
     gpus: list[GpuFacts] = field(default_factory=list)
     driver_name: str | None = None
@@ -104,6 +119,7 @@ class Facts:
     environment: dict[str, str] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # source → ok | missing | error: …
+    parse_problems: list[ParseProblem] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         pruned: dict[str, Any] = _prune(asdict(self))

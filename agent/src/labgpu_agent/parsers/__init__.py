@@ -6,10 +6,12 @@ profiles and by the collector to those functions.
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
-from labgpu_agent.facts import Facts
+from labgpu_agent.facts import Facts, ParseProblem
+from labgpu_agent.parsers._text import numbered_lines, shown
 from labgpu_agent.parsers.amd_smi import (
     parse_amd_smi,
     parse_amd_smi_default,
@@ -61,17 +63,87 @@ PARSERS: dict[str, Parser] = {
 }
 
 
+# Tools whose output is the point of running them: printing nothing is a problem, not a fact.
+_MUST_PRINT = {
+    name
+    for name in PARSERS
+    if name.startswith(("amd-smi", "rocm-", "nvidia-smi")) or name in ("rocminfo", "rvs")
+}
+# Far above any real output (an 8-GPU `nvidia-smi -q -x` is ~200 KB); bounds the work on garbage.
+MAX_PARSE_CHARS = 16 * 2**20
+
+
 class ParseError(Exception):
-    """A tool's output could not be read at all (as opposed to fields being N/A)."""
+    """A tool's output could not be read at all (as opposed to fields being N/A).
+
+    `problem` says which tool and the first line that was not understood, for the `parse` check.
+    """
+
+    def __init__(self, message: str, problem: ParseProblem | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 def parse(tool: str, text: str) -> Facts:
+    """Parse one tool's output. Never raises for its content except `ParseError`.
+
+    Partly readable output gives the facts that could be read plus `parse_problems`; output
+    with nothing readable raises `ParseError` carrying the problem.
+    """
     try:
         parser = PARSERS[tool]
     except KeyError:
         raise ParseError(f"unknown tool {tool!r}; known: {', '.join(sorted(PARSERS))}") from None
+    truncated = len(text) > MAX_PARSE_CHARS
+    if truncated:
+        text = text[:MAX_PARSE_CHARS]
+    if not text.strip() and tool in _MUST_PRINT:
+        problem = ParseProblem(tool=tool, reason="the tool printed nothing")
+        raise ParseError(f"{tool}: the tool printed nothing", problem)
     try:
-        return parser(text)
-    except (ValueError, KeyError, IndexError, TypeError, ET.ParseError) as exc:
-        # A tool that failed prints an error message instead of its format.
-        raise ParseError(f"{tool}: cannot parse output: {exc}") from exc
+        facts = parser(text)
+    except ParseError as exc:
+        problem = exc.problem or _first_line_problem(text, str(exc))
+        problem.tool = tool
+        raise ParseError(f"{tool}: {exc}", problem) from exc
+    except Exception as exc:  # any parser bug on hostile input is a parse problem, not a crash
+        if isinstance(exc, ET.ParseError):
+            problem = _line_problem(text, exc.position[0], f"not well-formed XML: {exc}")
+        elif isinstance(exc, json.JSONDecodeError):
+            problem = _line_problem(text, exc.lineno, f"not valid JSON: {exc.msg}")
+        else:
+            problem = _first_line_problem(text, f"{type(exc).__name__}: {exc}")
+        problem.tool = tool
+        raise ParseError(f"{tool}: cannot parse output: {problem.reason}", problem) from exc
+    for problem in facts.parse_problems:
+        problem.tool = tool
+    if truncated:
+        facts.parse_problems.append(
+            ParseProblem(tool=tool, reason=f"output longer than {MAX_PARSE_CHARS} characters")
+        )
+    if facts.parse_problems and _read_nothing(facts):
+        first = facts.parse_problems[0]
+        raise ParseError(
+            f"{tool}: no {tool} output recognised (line {first.line_number}: {first.line!r})",
+            first,
+        )
+    return facts
+
+
+def _read_nothing(facts: Facts) -> bool:
+    return not {k: v for k, v in facts.to_dict().items() if k != "parse_problems"}
+
+
+def _line_problem(text: str, line_no: int, reason: str) -> ParseProblem:
+    lines = text.splitlines()
+    line = lines[line_no - 1] if 0 < line_no <= len(lines) else None
+    return ParseProblem(
+        tool="", reason=reason, line=shown(line) if line is not None else None, line_number=line_no
+    )
+
+
+def _first_line_problem(text: str, reason: str) -> ParseProblem:
+    for number, line in numbered_lines(text):
+        if line.strip():
+            return ParseProblem(tool="", reason=reason, line=shown(line), line_number=number)
+    return ParseProblem(tool="", reason=reason)

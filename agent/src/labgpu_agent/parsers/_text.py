@@ -9,17 +9,95 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from labgpu_agent.facts import ParseProblem
+
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _SECTION = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d$")
 _MISSING = {"", "n/a", "na", "none", "[n/a]", "not supported", "[not supported]", "unknown"}
 
 
+# SGR escapes as a terminal prints them, and as they look once pasted into an issue (`^[[3m`).
+_ANSI = re.compile(r"(?:\x1b\[|\^\[\[?)[0-9;]*m")
+_MAX_LINE_SHOWN = 200
+
+
+def _is_annotation(line: str) -> bool:
+    return line.startswith("#") or line.startswith("$ ")
+
+
+def clean_line(line: str) -> str:
+    """One output line without colour escapes, trailing blanks or a stray carriage return."""
+    return _ANSI.sub("", line).rstrip()
+
+
 def strip_annotations(text: str) -> str:
-    """Drop the `# SOURCE:` / `# ...` comment lines and `$ command` lines of a saved capture."""
-    lines = [
-        line for line in text.splitlines() if not line.startswith("#") and not line.startswith("$ ")
+    """Drop the `# SOURCE:` / `# ...` comment lines and `$ command` lines of a saved capture.
+
+    Also normalises what copying output around adds: CRLF line ends, colour escapes, trailing
+    blanks.
+    """
+    return "\n".join(clean_line(line) for line in text.splitlines() if not _is_annotation(line))
+
+
+def numbered_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, cleaned line) for every line that is output, not a capture annotation.
+
+    Numbers count the lines as they were printed, so a problem can point at the right one.
+    """
+    return [
+        (number, clean_line(line))
+        for number, line in enumerate(text.splitlines(), start=1)
+        if not _is_annotation(line)
     ]
+
+
+def json_text(text: str) -> str:
+    """The JSON a tool printed, annotations blanked (not removed) so error line numbers hold.
+
+    Anything printed before the first `[` or `{` line (amd-smi's watch banner "'CTRL' + 'C' to
+    stop watching output:") is blanked too.
+    """
+    lines = ["" if _is_annotation(line) else clean_line(line) for line in text.splitlines()]
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith(("[", "{")):
+            return "\n" * index + "\n".join(lines[index:])
     return "\n".join(lines)
+
+
+def shown(line: str) -> str:
+    """A line as it may appear in a finding: printable, bounded."""
+    printable = "".join(ch if ch.isprintable() else "\ufffd" for ch in line.strip())
+    return printable[:_MAX_LINE_SHOWN]
+
+
+class UnknownLines:
+    """Collects the lines a parser did not recognise; the first one goes into the problem."""
+
+    def __init__(self, reason: str = "lines in a shape the parser does not know") -> None:
+        self.reason = reason
+        self.first: tuple[int, str] | None = None
+        self.count = 0
+
+    def add(self, number: int, line: str) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = (number, shown(line))
+
+    def problems(self) -> list[ParseProblem]:
+        if self.first is None:
+            return []
+        number, line = self.first
+        return [
+            ParseProblem(
+                tool="", reason=self.reason, line=line, line_number=number, unknown_lines=self.count
+            )
+        ]
+
+
+def is_elision(line: str) -> bool:
+    """`...`, `[...]`, `... (8 entries expected)`: a publisher's or tool's own elision mark."""
+    stripped = line.strip()
+    return stripped.startswith("...") or stripped in ("[...]", "…")
 
 
 def is_missing(value: Any) -> bool:

@@ -14,8 +14,12 @@ from typing import Any
 
 from labgpu_agent.facts import Facts, GpuFacts, normalise_bdf
 from labgpu_agent.parsers._text import (
+    UnknownLines,
     indented_tree,
+    is_elision,
     is_missing,
+    json_text,
+    numbered_lines,
     strip_annotations,
     to_float,
     to_int,
@@ -25,8 +29,12 @@ from labgpu_agent.parsers._text import (
 
 def parse_amd_smi(text: str) -> Facts:
     """`amd-smi static|metric|list [--json]`: any subset of blocks, even several commands."""
+    unknown = UnknownLines()
     body = strip_annotations(text).strip()
-    devices = _json_devices(body) if body[:1] in "[{" else _text_devices(body)
+    if body[:1] in "[{" or _looks_like_json(text):
+        devices = _json_devices(text, unknown)
+    else:
+        devices = _text_devices(text, unknown)
     facts = Facts(gpus=[_gpu_from_tree(dev) for dev in devices])
     for dev in devices:
         driver = dev.get("driver")
@@ -36,17 +44,65 @@ def parse_amd_smi(text: str) -> Facts:
             facts.kernel_release = facts.kernel_release or to_str(driver.get("os_kernel_version"))
     if facts.gpus:
         facts.driver_loaded = True  # amd-smi lists GPUs only through a loaded amdgpu
+    elif not unknown.count:
+        # Neither a GPU block nor a line we object to: say so rather than return nothing.
+        for number, line in numbered_lines(text):
+            if line.strip():
+                unknown.add(number, line)
+                break
+        unknown.reason = "no GPU block (`GPU: N` or a JSON GPU object) in the output"
+    facts.parse_problems = unknown.problems()
     return facts
 
 
-def _json_devices(body: str) -> list[dict[str, Any]]:
-    data: Any = json.loads(body)
+# amd-smi's watch mode prints this banner before its JSON.
+_WATCH_BANNER = re.compile(r"^'CTRL' \+ 'C' to stop watching output:?$")
+
+
+def _looks_like_json(text: str) -> bool:
+    return any(line.lstrip()[:1] in ("[", "{") for _, line in numbered_lines(text)[:5])
+
+
+def _json_devices(text: str, unknown: UnknownLines) -> list[dict[str, Any]]:
+    body = json_text(text)
+    for number, line in numbered_lines(text):
+        if line.lstrip()[:1] in ("[", "{"):
+            break
+        if line.strip() and not _WATCH_BANNER.match(line.strip()):
+            unknown.add(number, line)
+    decoder = json.JSONDecoder()
+    devices: list[dict[str, Any]] = []
+    position = 0
+    # Watch mode (`-w N --json`) prints one document per interval; read them all.
+    while (start := _next_document(body, position)) is not None:
+        data, position = decoder.raw_decode(body, start)
+        devices.extend(_devices_of(data, body, start, unknown))
+    return devices
+
+
+def _next_document(body: str, position: int) -> int | None:
+    match = re.compile(r"\S").search(body, position)
+    return match.start() if match else None
+
+
+def _devices_of(data: Any, body: str, start: int, unknown: UnknownLines) -> list[dict[str, Any]]:
     if isinstance(data, dict):
-        data = data.get("gpu_data", data.get("gpus", [data]))
+        if "gpu_data" in data or "gpus" in data:
+            data = data.get("gpu_data", data.get("gpus"))
+        else:
+            data = [data]  # one GPU, printed bare (`amd-smi static -g 0 --json` on some releases)
+    if not isinstance(data, list):
+        line_no = body.count("\n", 0, start) + 1
+        unknown.add(line_no, body.splitlines()[line_no - 1])
+        return []
     return [_lower_keys(d) for d in data if isinstance(d, dict)]
 
 
-def _text_devices(body: str) -> list[dict[str, Any]]:
+def _text_devices(text: str, unknown: UnknownLines) -> list[dict[str, Any]]:
+    body = "\n".join(line for _, line in numbered_lines(text))
+    for number, line in numbered_lines(text):
+        if not _tree_line_known(line):
+            unknown.add(number, line)
     tree = indented_tree(body)
     devices = []
     for key, block in tree.items():
@@ -54,6 +110,17 @@ def _text_devices(body: str) -> list[dict[str, Any]]:
         if match and isinstance(block, dict):
             devices.append({"gpu": int(match.group(1)), **_lower_keys(block)})
     return devices
+
+
+def _tree_line_known(line: str) -> bool:
+    """A line of amd-smi's text tree: `KEY: value`, `KEY:`, a wrapped list, or an elision."""
+    stripped = line.strip()
+    if not stripped or is_elision(stripped):
+        return True
+    if re.match(r"^[A-Za-z0-9_][A-Za-z0-9_ ./()#%+-]*:", stripped):
+        return True
+    # JPEG_ACTIVITY's list wraps onto indented lines: `N/A, N/A, 0 %, ...]`.
+    return line[:1] in (" ", "\t") and re.fullmatch(r"[\[\]\w/ %.,°-]+", stripped) is not None
 
 
 def _lower_keys(value: Any) -> Any:
@@ -166,12 +233,25 @@ _DEFAULT_HEADER = re.compile(
 _DEFAULT_ROW1 = re.compile(
     r"^\|\s*(?P<bdf>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+(?P<name>.+?)\s*\|"
     r"\s*(?P<mem>N/A|\d+\s*%)\s+(?P<temp>N/A|\d+\s*°?C)\s+(?P<uec>N/A|\d+)\s+"
-    r"(?P<pw>N/A|\d+)\s*/\s*(?P<cap>N/A|\d+)\s*W\s*\|"
+    # `160/750 W` on a discrete GPU; an APU with no cap prints `14 W` (Strix Halo, AMD-SMI 26.1).
+    r"(?P<pw>N/A|\d+)(?:\s*/\s*(?P<cap>N/A|\d+))?\s*W\s*\|"
 )
 _DEFAULT_ROW2 = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?P<hip>\S+)\s+(?P<oam>\S+)\s+(?P<part>\S+)\s*\|"
     r"\s*(?P<gfx>N/A|\d+\s*%)\s+(?P<fan>N/A|\d+\s*%?)\s+(?P<used>\d+|N/A)\s*/\s*(?P<total>\d+|N/A)"
     r"\s*MB\s*\|"
+)
+# Frame, header and process-table lines of the default view; none carries a GPU fact.
+_DEFAULT_FRAME = re.compile(
+    "|".join(
+        (
+            r"^[+|][-=+|]*[+|]$",  # borders and rules
+            r"^\|\s*(?:AMD-SMI |VBIOS version|Platform:|BDF |GPU  |Processes:|GPU\s+PID).*$",
+            r"^\|\s+\d+\s+\d+\s+.*\|$",  # a process row: GPU, PID, name, memory
+            r"^\|\s*No running processes found\s*\|$",
+            r"^Process Name may require elevated permissions\.?$",
+        )
+    )
 )
 
 
@@ -179,6 +259,7 @@ def parse_amd_smi_default(text: str) -> Facts:
     """The table `amd-smi` prints with no sub-command (AMD-SMI 25+)."""
     body = strip_annotations(text)
     facts = Facts()
+    unknown = UnknownLines()
     header = _DEFAULT_HEADER.search(body)
     if header:
         facts.tool_versions["amd-smi"] = header.group("smi")
@@ -187,7 +268,7 @@ def parse_amd_smi_default(text: str) -> Facts:
     platform = re.search(r"Platform:\s*(.+?)\s*\|", body)
     facts.platform = platform.group(1) if platform else None
     pending: GpuFacts | None = None
-    for line in body.splitlines():
+    for number, line in numbered_lines(text):
         if (row1 := _DEFAULT_ROW1.match(line)) is not None:
             name = row1.group("name")
             pending = GpuFacts(
@@ -202,47 +283,125 @@ def parse_amd_smi_default(text: str) -> Facts:
             )
         elif pending is not None and (row2 := _DEFAULT_ROW2.match(line)) is not None:
             pending.index = int(row2.group("gpu"))
-            compute, _, memory = row2.group("part").partition("/")
+            part = row2.group("part")  # `SPX/NPS1`, or `N/A` on an APU
+            compute, _, memory = ("", "", "") if is_missing(part) else part.partition("/")
             pending.compute_partition = None if is_missing(compute) else compute
-            pending.memory_partition = memory or None
+            pending.memory_partition = None if is_missing(memory) else memory
             pending.utilisation_pct = to_float(row2.group("gfx"))
             pending.vram_used_mib = to_float(row2.group("used"))
             pending.vram_total_mib = to_float(row2.group("total"))
             facts.gpus.append(pending)
             pending = None
+        elif line.strip() and not _DEFAULT_FRAME.match(line.strip()) and not is_elision(line):
+            unknown.add(number, line)
     if facts.gpus:
         facts.driver_loaded = True
+    facts.parse_problems = unknown.problems()
     return facts
+
+
+# One cell of an `amd-smi monitor` row: `N/A`, `True`, `125 W`, `37 °C`, `0.3/192.0 GB`,
+# `0.5/ 24.0 GB`, `0.01 %`. Units follow the number after a space (or none); cells are split by
+# whitespace, which may be a single space once a table is pasted into a document.
+_MONITOR_UNITS = r"°C|°F|C|mW|W|GHz|MHz|%|GiB|MiB|GB|MB|KB|B|Gb/s|Mb/s|GB/s|MB/s|mV|V|mJ|J|ms|us|s"
+_MONITOR_CELL = re.compile(
+    r"(?:N/A|True|False|[-+]?\d+(?:\.\d+)?(?:\s*/\s*[-+]?\d+(?:\.\d+)?)?"
+    rf"(?:\s?(?:{_MONITOR_UNITS})(?![\w/]))?)(?=\s|$)"
+)
+_MONITOR_HEADER_CELL = re.compile(r"[A-Z][A-Z0-9_%]*")
+
+
+def _monitor_header(line: str) -> list[str] | None:
+    """Column names, markdown bold markers dropped, when `line` is a monitor header row."""
+    cells = [cell.strip("*_") for cell in line.split()]
+    if len(cells) < 2 or cells[0].upper() != "GPU":
+        return None
+    if not all(_MONITOR_HEADER_CELL.fullmatch(cell.upper()) for cell in cells):
+        return None
+    return [cell.upper() for cell in cells]
+
+
+def _monitor_cells(line: str) -> list[str] | None:
+    """The cells of a data row, or None when something in it is not a cell."""
+    cells, position = [], 0
+    text = line.strip()
+    while position < len(text):
+        if text[position].isspace():
+            position += 1
+            continue
+        match = _MONITOR_CELL.match(text, position)
+        if match is None:
+            return None
+        cells.append(match.group())
+        position = match.end()
+    return cells
+
+
+# Column names across AMD-SMI 24 → 26 (`GPU_T` was `GPU_TEMP` in the acceptance guide's era).
+_MONITOR_COLUMNS: dict[str, tuple[str, ...]] = {
+    "power_draw_w": ("POWER", "POWER_USAGE"),
+    "power_cap_w": ("PWR_CAP", "POWER_CAP"),
+    "temperature_hotspot_c": ("GPU_T", "GPU_TEMP", "HOTSPOT_T", "HOTSPOT_TEMP"),
+    "temperature_memory_c": ("MEM_T", "MEM_TEMP"),
+    "utilisation_pct": ("GFX%", "GFX_UTIL"),
+    "sm_clock_mhz": ("GFX_CLK", "GFX_CLOCK"),
+}
 
 
 def parse_amd_smi_monitor(text: str) -> Facts:
-    """`amd-smi monitor`: a header row of column names, then one row per GPU (or partition)."""
-    lines = [line for line in strip_annotations(text).splitlines() if line.strip()]
-    header_at = next((i for i, line in enumerate(lines) if line.split()[:1] == ["GPU"]), None)
+    """`amd-smi monitor`: a header row of column names, then one row per GPU (or partition).
+
+    Columns are found by name, in any order and with any extras; the header may carry markdown
+    bold markers (`**GFX_UTIL**`, as AMD's acceptance guide prints it), units follow numbers
+    (`125 W`, `37 °C`), partitions of a CPX GPU print `N/A` but their VRAM.
+    """
     facts = Facts()
-    if header_at is None:
-        return facts
-    columns = lines[header_at].split()
-    for line in lines[header_at + 1 :]:
-        cells = re.split(r"\s{2,}", line.strip())
-        if len(cells) != len(columns) or not cells[0].isdigit():
+    unknown = UnknownLines()
+    columns: list[str] | None = None
+    for number, line in numbered_lines(text):
+        if not line.strip() or is_elision(line):
+            continue
+        header = _monitor_header(line)
+        if header is not None:
+            columns = header
+            continue
+        cells = _monitor_cells(line) if columns is not None else None
+        if columns is None or cells is None or len(cells) != len(columns):
+            unknown.add(number, line)
             continue
         row = dict(zip(columns, cells, strict=True))
-        used, _, total = row.get("VRAM_USAGE", "").partition("/")
-        facts.gpus.append(
-            GpuFacts(
-                index=int(row["GPU"]),
-                vendor="amd",
-                power_draw_w=to_float(row.get("POWER")),
-                temperature_hotspot_c=to_float(row.get("GPU_T") or row.get("HOTSPOT_T")),
-                temperature_memory_c=to_float(row.get("MEM_T")),
-                utilisation_pct=to_float(row.get("GFX%")),
-                vram_used_mib=_mib(used + " GB") if "GB" in total else to_float(used),
-                vram_total_mib=_mib(total) if total else None,
-                ecc_uncorrectable=to_int(row.get("UECC") or row.get("SINGLE_ECC")),
-            )
-        )
+        if not row["GPU"].isdigit():
+            unknown.add(number, line)
+            continue
+        facts.gpus.append(_monitor_gpu(row))
+    facts.parse_problems = unknown.problems()
     return facts
+
+
+def _monitor_gpu(row: dict[str, str]) -> GpuFacts:
+    gpu = GpuFacts(index=int(row["GPU"]), vendor="amd")
+    for field_name, names in _MONITOR_COLUMNS.items():
+        value = next((to_float(row[n]) for n in names if n in row), None)
+        setattr(gpu, field_name, value)
+    if gpu.power_cap_w == 0:
+        gpu.power_cap_w = None  # 0 W means "no cap reported", as in `amd-smi static`
+    if "VRAM_USAGE" in row:
+        used, _, total = row["VRAM_USAGE"].partition("/")
+        gpu.vram_used_mib = _mib(f"{used.strip()} {_unit_of(total)}") if total else None
+        gpu.vram_total_mib = _mib(total.strip()) if total else None
+    gpu.vram_used_mib = gpu.vram_used_mib or _mib(row.get("VRAM_USED"))
+    gpu.vram_total_mib = gpu.vram_total_mib or _mib(row.get("VRAM_TOTAL"))
+    # `-e`: single-bit (correctable) and double-bit (uncorrectable) counts; newer names too.
+    gpu.ecc_correctable = to_int(row.get("SINGLE_ECC", row.get("CORRECTABLE_ECC")))
+    gpu.ecc_uncorrectable = to_int(
+        row.get("DOUBLE_ECC", row.get("UNCORRECTABLE_ECC", row.get("UECC")))
+    )
+    return gpu
+
+
+def _unit_of(value: str) -> str:
+    match = re.search(r"[A-Za-z]+$", value.strip())
+    return match.group() if match else ""
 
 
 def parse_amd_smi_version(text: str) -> Facts:
