@@ -64,7 +64,7 @@ def main() -> None:
             name="Provision storm emulator",
             kind="emulator",
             api_base_url=os.environ["PSTORM_EMULATOR_URL"],
-            token_env_var="LABGPU_EMULATOR_TOKEN",
+            token_env_var="LABGPU_PROVIDER_TOKEN_EMULATOR",
         )
         itype = InstanceType.objects.create(
             slug="mi300x-1",

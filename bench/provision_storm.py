@@ -224,7 +224,9 @@ def server_env(
         CELERY_BROKER_URL=f"{base}/1",
         LABGPU_PROVIDER_REDIS_URL=f"{base}/0",
         LABGPU_PUBLIC_API_URL=api,
-        LABGPU_EMULATOR_TOKEN=EMULATOR_TOKEN,
+        LABGPU_PROVIDER_TOKEN_EMULATOR=EMULATOR_TOKEN,
+        # provider tokens go to api.digitalocean.com only, unless an origin is listed (the emulator)
+        LABGPU_PROVIDER_ALLOWED_BASE_URLS="http://127.0.0.1",
         LABGPU_LOG_LEVEL="INFO",
         DJANGO_EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend",
         LABGPU_EMAIL_FILE_PATH=str(tmp / "mail"),
