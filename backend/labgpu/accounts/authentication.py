@@ -1,4 +1,5 @@
 from django.utils.translation import gettext as _
+from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -47,3 +48,9 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
         return {"type": "http", "scheme": "bearer", "description": "Personal API token (lgp_…)"}
+
+
+class CsrfCheckedSessionScheme(SessionScheme):
+    """The schema's `cookieAuth`, as for DRF's own session authentication."""
+
+    target_class = "labgpu.accounts.authentication.CsrfCheckedSessionAuthentication"

@@ -402,10 +402,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        /**
+         * @description Members of one lab. Site admins add members; lab admins change their roles and limits
+         *     and remove them.
+         */
         get: operations["v1_labs_members_list"];
         put?: never;
-        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        /**
+         * @description Members of one lab. Site admins add members; lab admins change their roles and limits
+         *     and remove them.
+         */
         post: operations["v1_labs_members_create"];
         delete?: never;
         options?: never;
@@ -420,15 +426,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        /**
+         * @description Members of one lab. Site admins add members; lab admins change their roles and limits
+         *     and remove them.
+         */
         get: operations["v1_labs_members_retrieve"];
         put?: never;
         post?: never;
-        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        /**
+         * @description Members of one lab. Site admins add members; lab admins change their roles and limits
+         *     and remove them.
+         */
         delete: operations["v1_labs_members_destroy"];
         options?: never;
         head?: never;
-        /** @description Members of one lab. Lab admins add, change limits of, and remove members. */
+        /**
+         * @description Members of one lab. Site admins add members; lab admins change their roles and limits
+         *     and remove them.
+         */
         patch: operations["v1_labs_members_partial_update"];
         trace?: never;
     };
