@@ -146,3 +146,13 @@ def test_device_nodes_need_group_membership_unless_world_writable():
     assert [n.path for n in outsider] == ["/dev/kfd", "/dev/dri/renderD128"]
     assert not any(n.accessible for n in outsider)
     assert all(n.accessible for n in member)
+
+
+def test_plain_nvidia_smi_table_recorded_on_the_h200():
+    facts = parse(
+        "nvidia-smi", (LOCAL_FIXTURES / "h200" / "captures" / "nvidia-smi.txt").read_text()
+    )
+    (gpu,) = facts.gpus
+    assert (gpu.model, gpu.bdf, gpu.temperature_hotspot_c) == ("NVIDIA H200", "0000:00:06.0", 41)
+    assert (gpu.power_draw_w, gpu.power_cap_w, gpu.vram_total_mib) == (80, 700, 143771)
+    assert facts.driver_version == "580.159.04" and facts.parse_problems == []

@@ -24,6 +24,7 @@ from labgpu_agent.parsers.lspci import parse_lspci
 from labgpu_agent.parsers.nvidia_smi import (
     parse_nvidia_smi_csv,
     parse_nvidia_smi_q,
+    parse_nvidia_smi_table,
     parse_nvidia_smi_xml,
 )
 from labgpu_agent.parsers.rocm_smi import parse_rocm_smi
@@ -52,6 +53,7 @@ PARSERS: dict[str, Parser] = {
     "nvidia-smi-csv": parse_nvidia_smi_csv,
     "nvidia-smi-xml": parse_nvidia_smi_xml,
     "nvidia-smi-q": parse_nvidia_smi_q,
+    "nvidia-smi": parse_nvidia_smi_table,
     "lspci": parse_lspci,
     "uname": parse_uname,
     "modules": parse_proc_modules,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from labgpu_agent.facts import Facts, PcieLink, normalise_bdf
-from labgpu_agent.parsers._text import strip_annotations
+from labgpu_agent.parsers._text import UnknownLines, is_elision, numbered_lines
 
 _HEADER = re.compile(
     r"^(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+(?P<desc>.+)$"
@@ -18,14 +18,21 @@ _HEADER = re.compile(
 _LINK = re.compile(
     r"Speed\s+(?P<speed>[\d.]+)GT/s(?P<sa>\s*\([^)]*\))?,\s*Width\s+x(?P<width>\d+)(?P<wa>\s*\([^)]*\))?"
 )
+# Lines of a `grep` excerpt (`DevSta: …`) and pcilib's warnings (`pcilib: …`) start unindented.
+_TOP_KEY = re.compile(r"^[A-Za-z][\w ]*:")
 _SPEED_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
 
 def parse_lspci(text: str) -> Facts:
     links: list[PcieLink] = []
     current: PcieLink | None = None
-    for raw in strip_annotations(text).splitlines():
+    unknown = UnknownLines()
+    for number, raw in numbered_lines(text):
         line = raw.strip()
+        top_level = raw[:1] not in (" ", "\t") and line and not is_elision(line)
+        if top_level and not _HEADER.match(raw) and not _TOP_KEY.match(raw):
+            unknown.add(number, raw)
+            continue
         if (header := _HEADER.match(raw)) is not None:
             current = PcieLink(
                 bdf=normalise_bdf(header.group("bdf")), description=header.group("desc")
@@ -54,7 +61,7 @@ def parse_lspci(text: str) -> Facts:
             current.fatal_error = "FatalErr+" in line
         elif line.startswith("Kernel driver in use:"):
             current.kernel_driver = line.split(":", 1)[1].split("#")[0].strip()
-    facts = Facts()
+    facts = Facts(parse_problems=unknown.problems())
     # Devices with neither a link nor a status line (plain `lspci` listing) still say which
     # driver is bound, so keep them; drop only empty anonymous blocks.
     facts.pcie_links = [

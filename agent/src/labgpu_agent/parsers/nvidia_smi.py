@@ -14,7 +14,10 @@ from typing import Any
 
 from labgpu_agent.facts import Facts, GpuFacts, normalise_bdf
 from labgpu_agent.parsers._text import (
+    UnknownLines,
     indented_tree,
+    is_elision,
+    numbered_lines,
     strip_annotations,
     to_float,
     to_int,
@@ -45,12 +48,22 @@ def parse_nvidia_smi_csv(text: str) -> Facts:
         (i for i, ln in enumerate(lines) if re.search(r"(^|,\s*)(index|name)(\s*,|$)", ln)), None
     )
     facts = Facts()
+    unknown = UnknownLines("rows that do not match the CSV header")
     if header_at is None:
+        unknown.reason = "no `--query-gpu` CSV header (a line naming index or name)"
+        for number, line in numbered_lines(text):
+            if line.strip():
+                unknown.add(number, line)
+                break
+        facts.parse_problems = unknown.problems()
         return facts
     rows = list(csv.reader(io.StringIO("\n".join(lines[header_at:])), skipinitialspace=True))
     columns = [re.sub(r"\s*\[.*\]$", "", c.strip()) for c in rows[0]]
+    numbers = {line: number for number, line in reversed(numbered_lines(text))}
     for position, values in enumerate(rows[1:]):
         if len(values) != len(columns):
+            line = lines[header_at + 1 + position]
+            unknown.add(numbers.get(line, 0), line)
             continue
         row = {c: v.strip() for c, v in zip(columns, values, strict=True)}
         facts.driver_version = facts.driver_version or to_str(row.get("driver_version"))
@@ -96,6 +109,7 @@ def parse_nvidia_smi_csv(text: str) -> Facts:
         facts.gpus.append(gpu)
     if facts.gpus:
         facts.driver_loaded, facts.driver_name = True, "nvidia"
+    facts.parse_problems = unknown.problems()
     return facts
 
 
@@ -115,6 +129,8 @@ def parse_nvidia_smi_xml(text: str) -> Facts:
     body = strip_annotations(text).strip()
     # The DOCTYPE names a DTD file that is not there; ElementTree ignores it, which is what we want.
     root = ET.fromstring(body)
+    if root.tag != "nvidia_smi_log":
+        raise ValueError(f"the XML root is <{root.tag}>, not <nvidia_smi_log>")
     facts = Facts(
         driver_name="nvidia",
         driver_version=_text(root, "driver_version"),
@@ -216,6 +232,12 @@ def _xml_throttle(gpu_el: ET.Element) -> list[str]:
 def parse_nvidia_smi_q(text: str) -> Facts:
     """`nvidia-smi -q` (text): the same tree as `-q -x`, as `Key : value` lines."""
     tree = indented_tree(strip_annotations(text))
+    unknown = UnknownLines()
+    for number, line in numbered_lines(text):
+        if line[:1] in (" ", "\t") or not line.strip() or is_elision(line):
+            continue
+        if not _Q_ROOT_LINE.match(line):
+            unknown.add(number, line)
     facts = Facts(
         driver_name="nvidia",
         driver_version=to_str(tree.get("Driver Version")),
@@ -282,7 +304,17 @@ def parse_nvidia_smi_q(text: str) -> Facts:
         )
     if facts.gpus:
         facts.driver_loaded = True
+    elif not unknown.count:
+        unknown.reason = "no `GPU 00000000:…` block in the output"
+        for number, line in numbered_lines(text):
+            if line.strip():
+                unknown.add(number, line)
+                break
+    facts.parse_problems = unknown.problems()
     return facts
+
+
+_Q_ROOT_LINE = re.compile(r"^(?:=+NVSMI LOG=+|[A-Za-z][\w .()/-]*?\s+: .*|GPU [0-9A-Fa-f:.]+)$")
 
 
 def _get(tree: dict[str, Any], *path: str) -> dict[str, Any]:
@@ -290,3 +322,62 @@ def _get(tree: dict[str, Any], *path: str) -> dict[str, Any]:
     for name in path:
         node = node.get(name) if isinstance(node, dict) else None
     return node if isinstance(node, dict) else {}
+
+
+_TABLE_HEADER = re.compile(
+    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<drv>\S+)\s+CUDA Version:\s*(?P<cuda>\S+)"
+)
+_TABLE_ROW1 = re.compile(
+    r"^\|\s*(?P<idx>\d+)\s+(?P<name>.+?)\s+(?:On|Off)\s*\|"
+    r"\s*(?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s+\S+\s*\|\s*(?P<ecc>\S+)\s*\|$"
+)
+_TABLE_ROW2 = re.compile(
+    r"^\|\s*(?P<fan>N/A|\d+%)\s+(?P<temp>N/A|\d+C)\s+(?P<perf>\S+)\s+"
+    r"(?:(?P<pw>N/A|\d+W)\s*/\s*(?P<cap>N/A|\d+W))?\s*\|"
+    r"\s*(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s*\|\s*(?P<util>N/A|\d+%)\s+.*\|$"
+)
+_TABLE_FRAME = re.compile(
+    r"^(?:[+|][-=+|]*[+|]|\|\s*(?:GPU\s+Name|Fan\s+Temp|NVIDIA-SMI|Processes:|GPU\s+GI|ID\s+ID"
+    r"|No running processes found).*|\|[\s|]*(?:MIG M\.|Enabled|Disabled|N/A)?[\s|]*\|"
+    r"|\|\s+\d+\s+\S+\s+\S+\s+\d+\s+\S+\s+.*\|"  # a process row
+    r"|\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})$"  # the timestamp above the table
+)
+
+
+def parse_nvidia_smi_table(text: str) -> Facts:
+    """Plain `nvidia-smi`: the boxed table (driver 450 → 590 layouts), two lines per GPU."""
+    facts = Facts()
+    unknown = UnknownLines()
+    pending: GpuFacts | None = None
+    for number, line in numbered_lines(text):
+        stripped = line.strip()
+        if (header := _TABLE_HEADER.search(stripped)) is not None:
+            facts.driver_name, facts.driver_version = "nvidia", header.group("drv")
+            facts.cuda_version = header.group("cuda")
+            facts.tool_versions["nvidia-smi"] = header.group("smi")
+            continue
+        if (row1 := _TABLE_ROW1.match(stripped)) is not None:
+            pending = GpuFacts(
+                index=int(row1.group("idx")),
+                vendor="nvidia",
+                model=row1.group("name"),
+                bdf=normalise_bdf(row1.group("bus")),
+                ecc_uncorrectable=to_int(row1.group("ecc")),
+            )
+            facts.gpus.append(pending)
+            continue
+        if pending is not None and (row2 := _TABLE_ROW2.match(stripped)) is not None:
+            pending.temperature_hotspot_c = to_float(row2.group("temp"))
+            pending.power_draw_w = to_float(row2.group("pw"))
+            pending.power_cap_w = to_float(row2.group("cap"))
+            pending.vram_used_mib = to_float(row2.group("used"))
+            pending.vram_total_mib = to_float(row2.group("total"))
+            pending.utilisation_pct = to_float(row2.group("util"))
+            pending = None
+            continue
+        if stripped and not is_elision(stripped) and not _TABLE_FRAME.match(stripped):
+            unknown.add(number, line)
+    if facts.gpus:
+        facts.driver_loaded = True
+    facts.parse_problems = unknown.problems()
+    return facts

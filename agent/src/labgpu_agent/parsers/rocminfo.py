@@ -8,7 +8,20 @@ from __future__ import annotations
 import re
 
 from labgpu_agent.facts import Facts, GpuFacts
-from labgpu_agent.parsers._text import strip_annotations, to_int
+from labgpu_agent.parsers._text import (
+    UnknownLines,
+    is_elision,
+    numbered_lines,
+    strip_annotations,
+    to_int,
+)
+
+# rocminfo's lines: banners, `Agent N`, `Key: value` at any depth, and the bare `x  1024(0x400)`
+# lines under "… per Dimension:".
+_KNOWN_LINE = re.compile(
+    r"^(?:=+|\*+|Agent \d+|HSA System Attributes|HSA Agents|\*\*\* Done \*\*\*|ROCk module.*"
+    r"|\s*[^:]+:.*|\s+[xyz]\s+\d+.*|\s*(?:ISA|Pool) \d+)$"
+)
 
 _AGENT_SPLIT = re.compile(r"^\*+\s*\n\s*Agent \d+\s*\n\*+\s*$", re.MULTILINE)
 
@@ -43,6 +56,17 @@ def parse_rocminfo(text: str) -> Facts:
             )
         )
         gpu_index += 1
+    unknown = UnknownLines()
+    for number, line in numbered_lines(text):
+        if line.strip() and not is_elision(line) and not _KNOWN_LINE.match(line):
+            unknown.add(number, line)
+    if not _AGENT_SPLIT.search(body) and facts.driver_loaded is None and not unknown.count:
+        unknown.reason = "no HSA agent and no ROCk module line in the output"
+        for number, line in numbered_lines(text):
+            if line.strip():
+                unknown.add(number, line)
+                break
+    facts.parse_problems = unknown.problems()
     return facts
 
 
