@@ -45,4 +45,4 @@ def test_live_collection_on_an_nvidia_node_reads_every_tool(tmp_path, monkeypatc
     assert "amd-smi-static" not in outputs  # no AMD tools are run for an NVIDIA profile
     # On this test machine the device nodes do not exist, which the checks must say.
     found = {f.id for f in run_checks(facts, get_profile("h200"))}
-    assert "devices.inaccessible" in found and "gpu.count" not in found
+    assert "devices.missing" in found and "gpu.count" not in found

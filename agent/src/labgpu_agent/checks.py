@@ -203,17 +203,28 @@ def _check_one_gpu(gpu: GpuFacts, profile: InstanceProfile) -> list[Finding]:
                     remediation="Check the compute partition mode (`amd-smi static --partition`).",
                 )
             )
-    if gpu.vram_total_mib is not None and factor == 1:
-        expected_mib = profile.vram_gib * 1024 * 0.9
+    if gpu.vram_total_mib is not None:
+        # A partitioned card (CPX/DPX…) shows each logical GPU with its share of the memory, or,
+        # in NPS1, the whole of it: the share is the lower bound either way. 10 % is reserved.
+        expected_mib = profile.vram_gib * 1024 * 0.9 / factor
         if gpu.vram_total_mib < expected_mib:
+            share = f" (1/{factor} of {profile.vram_gib:.0f} GB)" if factor > 1 else ""
             findings.append(
                 Finding(
                     id="gpu.vram",
                     severity="fail",
                     message=f"{label} has {gpu.vram_total_mib / 1024:.0f} GiB of memory; "
-                    f"{profile.name} has {profile.vram_gib:.0f} GB.",
-                    evidence={"gpu": gpu.index, "vram_total_mib": gpu.vram_total_mib},
-                    remediation="Check the memory partition mode (NPS) or replace the node.",
+                    f"expected at least {expected_mib / 1024:.0f} GiB{share} for {profile.name}.",
+                    evidence={
+                        "gpu": gpu.index,
+                        "vram_total_mib": gpu.vram_total_mib,
+                        "expected_min_mib": round(expected_mib),
+                        "compute_partition": gpu.compute_partition,
+                        "memory_partition": gpu.memory_partition,
+                    },
+                    remediation="Check the partition modes (`amd-smi static --partition`; NPS4 "
+                    "splits memory per quarter) and reset them to the pool's mode, or replace "
+                    "the node if the memory is missing.",
                 )
             )
     return findings
@@ -229,10 +240,12 @@ def check_rocm(facts: Facts, profile: InstanceProfile) -> list[Finding]:
             [
                 Finding(
                     id="rocm.version_unknown",
-                    severity="info",
-                    message="Could not read the ROCm version.",
-                    evidence={"rocm_version": facts.rocm_version},
-                    remediation="Install amd-smi (ROCm 6+) so the agent can read it.",
+                    severity="warn",
+                    message=f"Could not read the ROCm version; {profile.name.upper()} needs ROCm "
+                    f"{profile.min_rocm} or newer, so the stack cannot be vouched for.",
+                    evidence={"rocm_version": facts.rocm_version, "required": profile.min_rocm},
+                    remediation="Install amd-smi (ROCm 6+) or make /opt/rocm/.info/version "
+                    "readable so the agent can read the version.",
                 )
             ]
             if facts.gpus
@@ -307,42 +320,75 @@ def check_environment(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     return findings
 
 
+def _required_device_nodes(facts: Facts, profile: InstanceProfile) -> list[str]:
+    """Paths that must exist: the compute node plus one per-GPU node, missing ones listed."""
+    present = {n.path for n in facts.device_nodes if n.exists}
+    missing = []
+    if profile.vendor == "amd":
+        if "/dev/kfd" not in present:
+            missing.append("/dev/kfd")
+        if not any(re.fullmatch(r"/dev/dri/renderD\d+", p) for p in present):
+            missing.append("/dev/dri/renderD*")
+    else:
+        if "/dev/nvidiactl" not in present:
+            missing.append("/dev/nvidiactl")
+        if not any(re.fullmatch(r"/dev/nvidia\d+", p) for p in present):
+            missing.append("/dev/nvidia0")
+    return missing
+
+
 def check_device_nodes(facts: Facts, profile: InstanceProfile) -> list[Finding]:
-    if not facts.device_nodes:
-        return []
     amd = profile.vendor == "amd"
-    required = ("/dev/kfd",) if amd else ("/dev/nvidiactl",)
-    ours = [
-        n
-        for n in facts.device_nodes
-        if n.path.startswith(("/dev/kfd", "/dev/dri") if amd else "/dev/nvidia")
-    ]
-    bad = [n for n in ours if not n.exists or n.accessible is False]
-    missing_required = [
-        path
-        for path in required
-        if not any(n.path == path and n.exists for n in facts.device_nodes)
-    ]
-    if not bad and not missing_required:
-        return []
-    return [
-        Finding(
-            id="devices.inaccessible",
-            severity="fail",
-            message=(
-                "GPU device nodes are missing or not readable and writable by the agent's user: "
+    remediation = (
+        "Load the driver (`sudo modprobe amdgpu`; /dev/kfd and /dev/dri/renderD* appear with "
+        "it), then add the user to the `render` and `video` groups (`sudo usermod -aG "
+        "render,video $USER`, then log in again)."
+        if amd
+        else "Load the NVIDIA driver (`sudo modprobe nvidia`; `nvidia-modprobe` creates "
+        "/dev/nvidia*) and make /dev/nvidia* mode 0666."
+    )
+    if facts.sources.get("devices") != "ok" and not facts.device_nodes:
+        return [
+            Finding(
+                id="devices.unknown",
+                severity="warn",
+                message="The GPU device nodes could not be listed, so their presence and "
+                "permissions are unknown.",
+                evidence={"source": facts.sources.get("devices", "not collected")},
+                remediation="Make `ls -l /dev/kfd /dev/dri` (or /dev/nvidia*) work for the agent; "
+                + remediation,
             )
-            + ", ".join(sorted({n.path for n in bad} | set(missing_required))),
-            evidence={"nodes": [asdict(n) for n in bad], "missing": missing_required},
-            remediation=(
-                "Add the user to the `render` and `video` groups (`sudo usermod -aG render,video "
-                "$USER`, then log in again); if /dev/kfd is missing, the amdgpu driver is "
-                "not loaded."
-                if profile.vendor == "amd"
-                else "Check the NVIDIA driver is loaded and /dev/nvidia* are mode 0666."
-            ),
+        ]
+    prefixes = ("/dev/kfd", "/dev/dri") if amd else ("/dev/nvidia",)
+    ours = [n for n in facts.device_nodes if n.path.startswith(prefixes)]
+    bad = sorted({n.path for n in ours if n.exists and n.accessible is False})
+    missing = sorted(
+        set(_required_device_nodes(facts, profile)) | {n.path for n in ours if not n.exists}
+    )
+    findings = []
+    if missing:
+        findings.append(
+            Finding(
+                id="devices.missing",
+                severity="fail",
+                message="GPU device nodes are missing: " + ", ".join(missing) + ".",
+                evidence={"missing": missing, "listed": [n.path for n in ours if n.exists]},
+                remediation=remediation,
+            )
         )
-    ]
+    if bad:
+        findings.append(
+            Finding(
+                id="devices.inaccessible",
+                severity="fail",
+                message="GPU device nodes are not readable and writable by the agent's user: "
+                + ", ".join(bad)
+                + ".",
+                evidence={"nodes": [asdict(n) for n in ours if n.path in bad]},
+                remediation=remediation,
+            )
+        )
+    return findings
 
 
 def check_pcie(facts: Facts, profile: InstanceProfile) -> list[Finding]:
@@ -444,81 +490,288 @@ def check_power_and_thermal(facts: Facts, profile: InstanceProfile) -> list[Find
                     remediation="Check fans/airflow and inlet temperature; the GPU will throttle.",
                 )
             )
-        thermal = [r for r in gpu.throttle_reasons if "thermal" in r or "power_brake" in r]
-        if thermal:
+        memory = gpu.temperature_memory_c
+        if memory is not None and memory >= profile.max_memory_c - 10:
+            over = memory >= profile.max_memory_c
             findings.append(
                 Finding(
-                    id="thermal.throttling",
-                    severity="warn",
-                    message=f"{label} is being slowed down: {', '.join(thermal)}.",
+                    id="thermal.memory_over_limit" if over else "thermal.memory_near_limit",
+                    severity="fail" if over else "warn",
+                    message=f"{label} memory (HBM) is at {memory:.0f} °C (limit "
+                    f"{profile.max_memory_c:.0f} °C).",
+                    evidence={
+                        "gpu": gpu.index,
+                        "temperature_memory_c": memory,
+                        "limit_c": profile.max_memory_c,
+                    },
+                    remediation="Check airflow over the HBM stacks and the inlet temperature; "
+                    "hot HBM throttles memory bandwidth and raises its error rate.",
+                )
+            )
+        hardware = [r for r in gpu.throttle_reasons if r.startswith("hw_")]
+        software = [r for r in gpu.throttle_reasons if r == "sw_thermal_slowdown"]
+        if hardware or software:
+            findings.append(
+                Finding(
+                    id="clocks.hw_slowdown" if hardware else "thermal.throttling",
+                    severity="fail" if hardware else "warn",
+                    message=f"{label} clocks are being held down: "
+                    f"{', '.join(hardware + software)}.",
                     evidence={"gpu": gpu.index, "throttle_reasons": gpu.throttle_reasons},
-                    remediation="Check cooling and the power supply; throughput will be reduced.",
+                    remediation="A hardware slowdown (thermal trip or power brake from the "
+                    "board/PSU) on a node at rest is a fault: check cooling, the power supply "
+                    "and the BMC's event log; a software thermal slowdown means the GPU is too "
+                    "hot.",
                 )
             )
     return findings
+
+
+# Correctable ECC errors since the driver loaded. AMD reports MI300 HBM correctable errors in
+# batches (MCA thresholding) and its guidance is to act on every reported error (Linux 6.9
+# amd64_edac
+# MI300 row-retirement patch), so any count warns; 1,000 means a stack is failing (LabGPU policy).
+CORRECTABLE_WARN = 1
+CORRECTABLE_FAIL = 1000
+# amdgpu's default retirement limit: one bad page per 100 MB of VRAM (RAS_BAD_PAGE_COVER in
+# amdgpu_ras.c); past it the driver marks the GPU bad.
+BAD_PAGE_COVER_MB = 100
 
 
 def check_ecc(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     findings: list[Finding] = []
     for gpu in facts.gpus:
         label = _gpu_label(gpu)
+        counts = {
+            "gpu": gpu.index,
+            "ecc_uncorrectable": gpu.ecc_uncorrectable,
+            "ecc_correctable": gpu.ecc_correctable,
+            "ecc_deferred": gpu.ecc_deferred,
+        }
         if gpu.ecc_uncorrectable:
             findings.append(
                 Finding(
                     id="ecc.uncorrectable",
                     severity="fail",
                     message=f"{label} has {gpu.ecc_uncorrectable} uncorrectable ECC errors.",
-                    evidence={
-                        "gpu": gpu.index,
-                        "ecc_uncorrectable": gpu.ecc_uncorrectable,
-                        "ecc_correctable": gpu.ecc_correctable,
-                    },
+                    evidence=counts,
                     remediation="Drain the node; reset the GPU and re-run; replace it if errors "
                     "return.",
                 )
             )
-        if gpu.pending_retired_pages:
+        if gpu.ecc_deferred:
             findings.append(
                 Finding(
-                    id="ecc.pending_retirement",
+                    id="ecc.deferred",
                     severity="fail",
-                    message=f"{label} has memory pages or rows waiting to be retired.",
-                    evidence={"gpu": gpu.index, "pending": gpu.pending_retired_pages},
-                    remediation="Reset the GPU (or reboot) so the pending retirement takes effect.",
+                    message=f"{label} has {gpu.ecc_deferred} deferred ECC errors (uncorrectable "
+                    "errors the hardware parked instead of raising).",
+                    evidence=counts,
+                    remediation="Treat as uncorrectable: drain the node, check `amd-smi "
+                    "bad-pages` for the rows being retired, reset the GPU; replace it if they "
+                    "return.",
                 )
             )
-        if gpu.retired_pages:
+        correctable = gpu.ecc_correctable or 0
+        if correctable >= CORRECTABLE_WARN:
+            failing = correctable >= CORRECTABLE_FAIL
             findings.append(
                 Finding(
-                    id="ecc.retired_pages",
-                    severity="warn",
-                    message=f"{label} has {gpu.retired_pages} retired pages / remapped rows.",
-                    evidence={"gpu": gpu.index, "retired_pages": gpu.retired_pages},
-                    remediation="Watch the count; replace the GPU when it nears the threshold.",
+                    id="ecc.correctable",
+                    severity="fail" if failing else "warn",
+                    message=f"{label} has {correctable} correctable ECC errors since the driver "
+                    f"loaded (warn ≥ {CORRECTABLE_WARN}, fail ≥ {CORRECTABLE_FAIL}).",
+                    evidence={**counts, "warn_at": CORRECTABLE_WARN, "fail_at": CORRECTABLE_FAIL},
+                    remediation="Watch the count across reports; a rising count means memory "
+                    "rows are going bad: retire them (reset) and replace the GPU when it keeps "
+                    "growing.",
                 )
             )
+        findings.extend(_check_pages(gpu, profile, label))
     return findings
 
 
-_SEVERE_LOG = re.compile(
-    r"fallen off the bus|Xid.*\b(48|79|94|95)\b|uncorrectable|Fatal", re.IGNORECASE
-)
+def _check_pages(gpu: GpuFacts, profile: InstanceProfile, label: str) -> list[Finding]:
+    findings: list[Finding] = []
+    if gpu.pending_retired_pages:
+        findings.append(
+            Finding(
+                id="ecc.pending_retirement",
+                severity="fail",
+                message=f"{label} has {gpu.pending_retired_pages} memory pages or rows waiting "
+                "to be retired.",
+                evidence={"gpu": gpu.index, "pending": gpu.pending_retired_pages},
+                remediation="Reset the GPU (or reboot) so the pending retirement takes effect.",
+            )
+        )
+    if gpu.unreservable_pages:
+        findings.append(
+            Finding(
+                id="ecc.unreservable_pages",
+                severity="fail",
+                message=f"{label} has {gpu.unreservable_pages} bad pages the driver could not "
+                "retire.",
+                evidence={"gpu": gpu.index, "unreservable": gpu.unreservable_pages},
+                remediation="Bad memory is still in use: drain the node and replace the GPU.",
+            )
+        )
+    if gpu.row_remap_failure:
+        findings.append(
+            Finding(
+                id="ecc.row_remap_failure",
+                severity="fail",
+                message=f"{label} failed to remap a memory row (no spare rows left).",
+                evidence={"gpu": gpu.index, "row_remap_failure": True},
+                remediation="The GPU cannot isolate bad memory any more: replace it "
+                "(NVIDIA row remapping guide).",
+            )
+        )
+    if gpu.retired_pages:
+        limit = int(profile.vram_gib * 1000 / BAD_PAGE_COVER_MB)
+        over = gpu.retired_pages >= limit
+        findings.append(
+            Finding(
+                id="ecc.retired_pages",
+                severity="fail" if over else "warn",
+                message=f"{label} has {gpu.retired_pages} retired pages / remapped rows "
+                f"(the driver's limit is about {limit}).",
+                evidence={"gpu": gpu.index, "retired_pages": gpu.retired_pages, "limit": limit},
+                remediation="Watch the count; replace the GPU when it nears the limit."
+                if not over
+                else "The GPU is at its retirement limit: replace it.",
+            )
+        )
+    return findings
+
+
+_SEVERE_LOG = re.compile(r"fallen off the bus|uncorrectable|Fatal", re.IGNORECASE)
+_XID = re.compile(r"NVRM: Xid \((?P<where>[^)]*)\): (?P<code>\d+)")
+# NVIDIA's Xid catalog: hardware or driver faults that make the node unfit (the rest, such as
+# 13/31/43 raised by user programs, warn). 48 DBE, 63/64 row remap/retirement, 74 NVLink,
+# 79 off the bus, 92 high single-bit rate, 94/95 contained/uncontained ECC, 119/120 GSP,
+# 140 unrecovered ECC.
+XID_FAIL = frozenset({48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140})
 
 
 def check_kernel_log(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     if not facts.kernel_log_errors:
         return []
-    severe = any(_SEVERE_LOG.search(line) for line in facts.kernel_log_errors)
-    return [
-        Finding(
-            id="kernel_log.gpu_errors",
-            severity="fail" if severe else "warn",
-            message=f"The kernel log has {len(facts.kernel_log_errors)} GPU error lines.",
-            evidence={"lines": facts.kernel_log_errors[:20]},
-            remediation="Read the lines; a GPU reset, Xid or AER error usually means the node "
-            "should be drained and checked.",
+    findings: list[Finding] = []
+    xids: dict[int, list[str]] = {}
+    other: list[str] = []
+    for line in facts.kernel_log_errors:
+        if (xid := _XID.search(line)) is not None:
+            xids.setdefault(int(xid.group("code")), []).append(line)
+        else:
+            other.append(line)
+    for code, lines in sorted(xids.items()):
+        findings.append(
+            Finding(
+                id=f"xid.{code}",
+                severity="fail" if code in XID_FAIL else "warn",
+                message=f"The kernel log has {len(lines)} Xid {code} event(s).",
+                evidence={"xid": code, "lines": lines[:10]},
+                remediation="Look the Xid up in NVIDIA's Xid catalog; a hardware Xid (48, 63, "
+                "64, 74, 79, 92, 94, 95, 119, 120, 140) means draining the node, resetting the "
+                "GPU and replacing it if the Xid returns.",
+            )
         )
-    ]
+    if other:
+        severe = any(_SEVERE_LOG.search(line) for line in other)
+        findings.append(
+            Finding(
+                id="kernel_log.gpu_errors",
+                severity="fail" if severe else "warn",
+                message=f"The kernel log has {len(other)} GPU error lines.",
+                evidence={"lines": other[:20]},
+                remediation="Read the lines; a GPU reset, RAS or AER error usually means the "
+                "node should be drained and checked.",
+            )
+        )
+    return findings
+
+
+def check_interconnect(facts: Facts, profile: InstanceProfile) -> list[Finding]:
+    """XGMI (AMD) or NVLink (NVIDIA) between the GPUs of a multi-GPU node."""
+    if profile.gpu_count < 2:
+        return []
+    kind = "xgmi" if profile.vendor == "amd" else "nvlink"
+    links = [lk for lk in facts.interconnect if lk.kind == kind]
+    expected = profile.gpu_count - 1 if kind == "xgmi" else profile.nvlinks_per_gpu
+    states = [lk for lk in links if lk.state is not None]
+    source = "amd-smi-xgmi" if kind == "xgmi" else "nvidia-smi-nvlink"
+    if not states or all(lk.state == "unknown" for lk in states):
+        guest = any(g.virtual_function for g in facts.gpus) or facts.platform == "Linux Guest"
+        return [
+            Finding(
+                id=f"{kind}.unknown",
+                severity="info" if guest and states else "warn",
+                message=f"The {kind.upper()} link state of this {profile.gpu_count}-GPU node "
+                "could not be read"
+                + (" (a virtual-function guest hides it)." if guest and states else "."),
+                evidence={"source": facts.sources.get(source, "not collected")},
+                remediation="Run `amd-smi xgmi --link-status` (ROCm 6.4+) on the host"
+                if kind == "xgmi"
+                else "Run `nvidia-smi nvlink -s`; check the NVIDIA driver and fabric manager.",
+            )
+        ]
+    findings: list[Finding] = []
+    by_gpu: dict[int, list[Any]] = {}
+    for link in states:
+        by_gpu.setdefault(link.gpu if link.gpu is not None else -1, []).append(link)
+    short = {
+        gpu: sum(1 for lk in group if lk.state == "up")
+        for gpu, group in by_gpu.items()
+        if expected and sum(1 for lk in group if lk.state == "up") < expected
+    }
+    if short:
+        findings.append(
+            Finding(
+                id=f"{kind}.links_down",
+                severity="fail",
+                message=f"{kind.upper()} links are down: "
+                + ", ".join(f"GPU {g} has {n} of {expected} up" for g, n in sorted(short.items()))
+                + ".",
+                evidence={
+                    "expected_up_per_gpu": expected,
+                    "up": short,
+                    "down": [
+                        {"gpu": lk.gpu, "link": lk.link} for lk in states if lk.state == "down"
+                    ],
+                },
+                remediation="Reseat the GPUs on the baseboard / check the bridges, reset the GPUs; "
+                "a link that stays down needs the provider (multi-GPU jobs fall back to PCIe).",
+            )
+        )
+    narrow = [lk for lk in links if lk.width is not None and lk.width < 16]
+    if narrow:
+        findings.append(
+            Finding(
+                id=f"{kind}.link_narrow",
+                severity="warn",
+                message=f"{kind.upper()} links run narrower than x16: "
+                + ", ".join(f"GPU {lk.gpu} x{lk.width}" for lk in narrow)
+                + ".",
+                evidence={"links": [asdict(lk) for lk in narrow]},
+                remediation="Check the XGMI link width policy (`amd-smi set --xgmi-plpd`) and "
+                "reseat; a degraded link halves GPU-to-GPU bandwidth.",
+            )
+        )
+    errors = [lk for lk in links if lk.errors]
+    if errors:
+        findings.append(
+            Finding(
+                id=f"{kind}.errors",
+                severity="fail",
+                message=f"{kind.upper()} link errors reported on GPU "
+                + ", ".join(sorted({str(lk.gpu) for lk in errors}))
+                + ".",
+                evidence={"links": [asdict(lk) for lk in errors]},
+                remediation="Read `dmesg` for XGMI/NVLink errors; reset the GPUs and re-check; "
+                "replace the part if errors return.",
+            )
+        )
+    return findings
 
 
 def check_diagnostics(facts: Facts, profile: InstanceProfile) -> list[Finding]:
@@ -585,6 +838,7 @@ CHECKS: tuple[Check, ...] = (
     check_power_and_thermal,
     check_ecc,
     check_kernel_log,
+    check_interconnect,
     check_diagnostics,
     check_parse,
 )

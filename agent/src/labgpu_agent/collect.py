@@ -33,11 +33,14 @@ class Source:
     vendor: str | None  # None: every host
     command: tuple[str, ...] = ()
     path: str | None = None  # a file read instead of a command
+    also: tuple[str, ...] = ()  # further parsers that read the same output
 
 
 # Order matters: for a fact two sources both report, the first listed wins.
 SOURCES: dict[str, Source] = {
-    "nvidia-smi-xml": Source("nvidia-smi-xml", "nvidia", ("nvidia-smi", "-q", "-x")),
+    "nvidia-smi-xml": Source(
+        "nvidia-smi-xml", "nvidia", ("nvidia-smi", "-q", "-x"), also=("nvidia-smi-remap",)
+    ),
     "nvidia-smi-csv": Source(
         "nvidia-smi-csv", "nvidia", ("nvidia-smi", f"--query-gpu={QUERY_FIELDS}", "--format=csv")
     ),
@@ -45,6 +48,9 @@ SOURCES: dict[str, Source] = {
     "amd-smi-metric": Source("amd-smi-metric", "amd", ("amd-smi", "metric", "--json")),
     "amd-smi-list": Source("amd-smi-list", "amd", ("amd-smi", "list", "--json")),
     "amd-smi-version": Source("amd-smi-version", "amd", ("amd-smi", "version")),
+    "amd-smi-bad-pages": Source("amd-smi-bad-pages", "amd", ("amd-smi", "bad-pages")),
+    "amd-smi-xgmi": Source("amd-smi-xgmi", "amd", ("amd-smi", "xgmi", "--link-status")),
+    "nvidia-smi-nvlink": Source("nvidia-smi-nvlink", "nvidia", ("nvidia-smi", "nvlink", "-s")),
     "rocm-smi": Source(
         "rocm-smi",
         "amd",
@@ -105,6 +111,7 @@ def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
         if raw.text is None:
             status[name] = "missing" if raw.error is None else f"error: {raw.error}"
             continue
+        extra: list[Facts] = []
         try:
             if name == "devices":
                 uid, groups = (
@@ -113,6 +120,7 @@ def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
                 part = parse_devices(raw.text, groups=groups, uid=uid)
             else:
                 part = parse(source.parser, raw.text)
+                extra = [parse(other, raw.text) for other in source.also]
         except ParseError as exc:
             first_line = raw.text.strip().splitlines()[0][:200] if raw.text.strip() else "no output"
             status[name] = f"error: exit {raw.exit_code}: {first_line}"
@@ -123,6 +131,7 @@ def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
             part.parse_problems = []  # a failed tool prints its error, not its format
         status[name] = "ok" if raw.exit_code == 0 else f"exit {raw.exit_code}"
         parts.append(part)
+        parts.extend(extra)
     facts = merge(parts)
     facts.sources = status
     return facts

@@ -44,6 +44,8 @@ class GpuFacts:
     memory_partition: str | None = None  # NPS1 / NPS4
     virtual_function: bool | None = None  # SR-IOV guest ("MI300X VF")
     throttle_reasons: list[str] = field(default_factory=list)
+    unreservable_pages: int | None = None  # AMD bad pages that could not be retired
+    row_remap_failure: bool | None = None  # NVIDIA: a row remap failed (the GPU needs replacing)
 
     def merge(self, other: GpuFacts) -> None:
         """Fill this GPU's unknown fields from `other`; known values win (first source rules)."""
@@ -102,6 +104,20 @@ class ParseProblem:
 
 
 @dataclass
+class InterconnectLink:
+    """One GPU-to-GPU link (AMD XGMI, NVIDIA NVLink) as the vendor tool reports it."""
+
+    kind: str  # "xgmi" | "nvlink"
+    gpu: int | None = None
+    link: int | None = None  # port / link number on that GPU
+    state: str | None = None  # "up" | "down" | "disabled" | "unknown"
+    bit_rate_gbps: float | None = None  # per lane (XGMI) or per link (NVLink, GB/s)
+    max_bandwidth_gbps: float | None = None
+    width: int | None = None  # lanes, when the tool says (max_bandwidth / bit_rate)
+    errors: int | None = None
+
+
+@dataclass
 class Facts:
     gpus: list[GpuFacts] = field(default_factory=list)
     driver_name: str | None = None
@@ -118,6 +134,8 @@ class Facts:
     kernel_log_errors: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    interconnect: list[InterconnectLink] = field(default_factory=list)
+    measurements: list[dict[str, Any]] = field(default_factory=list)  # deep-check numbers
     sources: dict[str, str] = field(default_factory=dict)  # source → ok | missing | error: …
     parse_problems: list[ParseProblem] = field(default_factory=list)
 

@@ -27,6 +27,13 @@ class InstanceProfile:
     min_pcie_gen: int = 5
     min_pcie_width: int = 16
     max_hotspot_c: float = 85.0  # AMD's acceptance threshold; NVIDIA's slowdown is higher
+    # HBM: JEDEC's normal DRAM range ends at 85 °C, the extended range (double refresh) at 95 °C.
+    max_memory_c: float = 95.0
+    nvlinks_per_gpu: int = 0  # NVLinks each GPU of a multi-GPU node must have up (SXM: 18)
+    # Smoke metric → (warn below, fail below) as fractions of the baseline; metrics not listed use
+    # checks.WARN_BELOW_BASELINE / FAIL_BELOW_BASELINE. Wider bands where run-to-run spread is wider
+    # (docs/benchmarks.md measures it per metric).
+    baseline_bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     baselines: dict[str, float] = field(default_factory=dict)
     baseline_source: str = ""
 
@@ -97,6 +104,7 @@ PROFILES: dict[str, InstanceProfile] = {
             board_power_w=700,
             compute_units=132,
             compute_capability="9.0",
+            nvlinks_per_gpu=18,
             baselines={"matmul:bf16_tflops": 700.0, "bandwidth:copy_gb_per_s": 2900.0},
             baseline_source="matmul from the H200 measurement (same SMs); bandwidth scaled by "
             "HBM3 3.35 vs HBM3e 4.8 TB/s",
@@ -110,6 +118,7 @@ PROFILES: dict[str, InstanceProfile] = {
             board_power_w=700,
             compute_units=132,
             compute_capability="9.0",
+            nvlinks_per_gpu=18,
             # Measured by this agent on one H200 (docs/benchmarks.md, agent/tests/fixtures/h200/).
             baselines={
                 "matmul:bf16_tflops": 790.0,

@@ -27,6 +27,12 @@ from labgpu_agent.parsers.nvidia_smi import (
     parse_nvidia_smi_table,
     parse_nvidia_smi_xml,
 )
+from labgpu_agent.parsers.ras import (
+    parse_amd_smi_bad_pages,
+    parse_amd_smi_xgmi,
+    parse_nvidia_remap_xml,
+    parse_nvidia_smi_nvlink,
+)
 from labgpu_agent.parsers.rocm_smi import parse_rocm_smi
 from labgpu_agent.parsers.rocminfo import parse_rocminfo
 from labgpu_agent.parsers.system import (
@@ -62,6 +68,10 @@ PARSERS: dict[str, Parser] = {
     "devices": parse_devices,
     "rvs": parse_rvs,
     "dcgmi-diag": parse_dcgmi_diag,
+    "amd-smi-bad-pages": parse_amd_smi_bad_pages,
+    "amd-smi-xgmi": parse_amd_smi_xgmi,
+    "nvidia-smi-nvlink": parse_nvidia_smi_nvlink,
+    "nvidia-smi-remap": parse_nvidia_remap_xml,
 }
 
 
