@@ -74,6 +74,17 @@ done
 full)
 step h200/check-full.json 420 $A check --json --profile h200 --smoke matmul,bandwidth,sdxl,llm
 ;;
+gate3)
+# Issue 12: the whole per-booking gate, three separate processes in a row (no warn allowed), plus
+# the reliability sources and the vendor stress tool the deep check would run.
+step $C/nvidia-smi-nvlink-s.txt 30 nvidia-smi nvlink -s
+step $C/which-dcgmi.txt 10 sh -c 'command -v dcgmi nv-hostengine || echo "dcgmi: not installed"'
+if command -v dcgmi >/dev/null; then step $C/dcgmi-diag-r2.json 600 dcgmi diag -r 2 -j; fi
+step h200/check-deep.json 300 $A check --json --deep --profile h200
+for round in 1 2 3; do
+  step h200/gate-$round.json 420 $A check --json --profile h200 --smoke matmul,bandwidth,sdxl,llm
+done
+;;
 esac; done
 step $C/nvidia-smi-query-after.csv 60 nvidia-smi --query-gpu="$QUERY" --format=csv
 tar -C "$RES" -czf "$OUT/results.tar.gz" . && cp "$RES/steps.log" "$OUT/"

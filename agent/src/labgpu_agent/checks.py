@@ -44,12 +44,15 @@ Check = Callable[[Facts, InstanceProfile], list[Finding]]
 
 
 def run_checks(
-    facts: Facts, profile: InstanceProfile, smoke: list[SmokeResult] | None = None
+    facts: Facts,
+    profile: InstanceProfile,
+    smoke: list[SmokeResult] | None = None,
+    required_smoke: list[str] | None = None,
 ) -> list[Finding]:
     findings: list[Finding] = []
     for check in CHECKS:
         findings.extend(check(facts, profile))
-    findings.extend(check_smoke(smoke or [], profile))
+    findings.extend(check_smoke(smoke or [], profile, required=required_smoke))
     return findings
 
 
@@ -827,6 +830,47 @@ def check_parse(facts: Facts, profile: InstanceProfile) -> list[Finding]:
     return findings
 
 
+# Deep-check floors as fractions of the type's peak: BabelStream-style kernels reach about 80 % of
+# the HBM peak on a healthy GPU and PCIe copies about 80 % of the link rate, so half of the peak
+# warns and a quarter fails.
+DEEP_WARN_BELOW = 0.5
+DEEP_FAIL_BELOW = 0.25
+
+
+def check_deep_measurements(facts: Facts, profile: InstanceProfile) -> list[Finding]:
+    """Numbers from `check --deep` (RVS babel/pebb/iet, DCGM diag) against what the type reaches."""
+    findings: list[Finding] = []
+    for m in facts.measurements:
+        metric, value = str(m.get("metric", "")), m.get("value")
+        if not isinstance(value, int | float):
+            continue
+        if metric.startswith("memory_") and metric != "memory_dot_gb_per_s":
+            peak, what = profile.hbm_bandwidth_gb_s, "HBM peak"
+        elif metric in ("pcie_h2d_gb_per_s", "pcie_d2h_gb_per_s"):
+            peak, what = profile.pcie_gb_s, "PCIe Gen5 x16"
+        elif metric == "power_w" and m.get("test") in ("iet", "targeted_power"):
+            peak, what = profile.board_power_w, "board power"
+        else:
+            continue
+        if not peak:
+            continue
+        ratio = value / peak
+        if ratio >= DEEP_WARN_BELOW:
+            continue
+        findings.append(
+            Finding(
+                id=f"deep.{re.sub(r'[^a-z0-9_]', '_', metric)}",
+                severity="fail" if ratio < DEEP_FAIL_BELOW else "warn",
+                message=f"GPU {m.get('gpu')} {m.get('test')} {metric} is {value:g} "
+                f"{m.get('unit')}, {ratio:.0%} of the {profile.name} {what} ({peak:g}).",
+                evidence={**m, "expected": peak, "fraction": round(ratio, 3)},
+                remediation="Re-run `labgpu-agent check --deep`; a GPU that stays far under its "
+                "peak has a degraded link, memory or power delivery — drain and replace it.",
+            )
+        )
+    return findings
+
+
 CHECKS: tuple[Check, ...] = (
     check_driver,
     check_kernel,
@@ -841,12 +885,33 @@ CHECKS: tuple[Check, ...] = (
     check_interconnect,
     check_diagnostics,
     check_parse,
+    check_deep_measurements,
 )
 
 
-def check_smoke(results: list[SmokeResult], profile: InstanceProfile) -> list[Finding]:
+def check_smoke(
+    results: list[SmokeResult], profile: InstanceProfile | None, required: list[str] | None = None
+) -> list[Finding]:
+    """Judge smoke results against the profile's baselines.
+
+    `required` names the smoke tests the pool requires: one of them skipped or absent fails the
+    node (a gate that silently skips its workloads would pass a broken stack); a skipped test
+    that is not required is information.
+    """
     findings: list[Finding] = []
+    required_set = set(required or [])
     names = [r.name for r in results]
+    for missing in sorted(required_set - set(names)):
+        findings.append(
+            Finding(
+                id=f"smoke.{missing}.missing",
+                severity="fail",
+                message=f"Smoke test {missing} is required by the pool but was not run.",
+                evidence={"required": sorted(required_set)},
+                remediation="Run the agent with every required smoke test (`labgpu-agent check "
+                "--smoke " + ",".join(sorted(required_set)) + "`).",
+            )
+        )
     for result in results:
         # One id per result: a test with several results (llm at batch 1 and B) adds the metric.
         parts = [result.name] if names.count(result.name) == 1 else [result.name, result.metric]
@@ -859,16 +924,19 @@ def check_smoke(results: list[SmokeResult], profile: InstanceProfile) -> list[Fi
             "params": result.params,
         }
         if result.status == "skipped":
+            needed = result.name in required_set
             findings.append(
                 Finding(
                     id=f"smoke.{slug}.skipped",
-                    severity="info",
-                    message=f"Smoke test {result.name} was skipped: {result.reason}",
-                    evidence=evidence,
+                    severity="fail" if needed else "info",
+                    message=f"Smoke test {result.name} "
+                    + ("is required by the pool but could not run: " if needed else "was skipped: ")
+                    + f"{result.reason}",
+                    evidence={**evidence, "required": needed},
                     remediation=(
-                        "Install the smoke extra (`pip install "
-                        "'labgpu-agent[smoke]'` with a "
-                        "ROCm or CUDA build of PyTorch) to run it."
+                        "Install the smoke extra (`pip install 'labgpu-agent[smoke]'` with a ROCm "
+                        "or CUDA build of PyTorch), or use an image that has it (the pool's "
+                        "`smoke_preinstalled` setting), so the node can run it."
                     ),
                 )
             )
@@ -887,17 +955,29 @@ def check_smoke(results: list[SmokeResult], profile: InstanceProfile) -> list[Fi
             ratio = result.value / result.baseline
             if not result.higher_is_better:
                 ratio = 1 / ratio if ratio else 0.0
-            if ratio < WARN_BELOW_BASELINE:
+            key = f"{result.name}:{result.metric}"
+            warn_below, fail_below = (
+                profile.baseline_bands.get(key, (WARN_BELOW_BASELINE, FAIL_BELOW_BASELINE))
+                if profile is not None
+                else (WARN_BELOW_BASELINE, FAIL_BELOW_BASELINE)
+            )
+            if ratio < warn_below:
                 findings.append(
                     Finding(
                         id=f"smoke.{slug}.below_baseline",
-                        severity="fail" if ratio < FAIL_BELOW_BASELINE else "warn",
+                        severity="fail" if ratio < fail_below else "warn",
                         message=(
                             f"{result.name} {result.metric} is {result.value:.4g} "
-                            f"{result.unit}, "
-                            f"{ratio:.0%} of the {profile.name} baseline {result.baseline:.4g}."
+                            f"{result.unit}, {ratio:.0%} of the "
+                            f"{profile.name if profile else ''} baseline {result.baseline:.4g} "
+                            f"(warn under {warn_below:.0%}, fail under {fail_below:.0%})."
                         ),
-                        evidence={**evidence, "fraction_of_baseline": round(ratio, 3)},
+                        evidence={
+                            **evidence,
+                            "fraction_of_baseline": round(ratio, 3),
+                            "warn_below": warn_below,
+                            "fail_below": fail_below,
+                        },
                         remediation="Check clocks, power cap, temperature and PCIe findings above; "
                         "re-run to rule out noise.",
                     )

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from labgpu_agent.checks import Finding, check_smoke, run_checks, verdict_of
 from labgpu_agent.collect import (
     FixtureProfile,
     UnknownFixtureProfile,
+    collect_deep,
     collect_live,
     facts_from_outputs,
     fixture_profile_names,
@@ -57,23 +59,42 @@ def assemble_report(
     fixture: FixtureProfile | None,
     smoke_names: list[str],
     smoke_options: dict[str, dict[str, Any]] | None = None,
+    required_smoke: list[str] | None = None,
+    deep: bool = False,
 ) -> dict[str, Any]:
-    """Collect (or replay), check, run smoke tests and build the validated report."""
+    """Collect (or replay), check, run smoke tests and build the validated report.
+
+    `required_smoke` (default: every test in `smoke_names`) are the tests whose absence or skip
+    fails the report; `deep` also runs the vendor stress tools (RVS, DCGM diag) when present.
+    """
+    started = time.perf_counter()
+    required = list(smoke_names if required_smoke is None else required_smoke)
+    to_run = list(dict.fromkeys([*smoke_names, *required]))
     if fixture is not None:
         facts = facts_from_outputs(fixture.outputs)
         profile_name = profile_name or fixture.instance_profile
     else:
         vendor = get_profile(profile_name).vendor if profile_name else None
-        facts = facts_from_outputs(collect_live(vendor))
+        outputs = collect_live(vendor)
+        facts = facts_from_outputs(outputs)
+    collected = time.perf_counter()
     profile = get_profile(profile_name) if profile_name else _guess_profile(facts)
+    deep_s = 0.0
+    if deep and fixture is None:
+        deep_started = time.perf_counter()
+        vendor = profile.vendor if profile else None
+        facts = facts_from_outputs({**outputs, **collect_deep(vendor)})
+        deep_s = time.perf_counter() - deep_started
     smoke: list[SmokeResult] = []
+    smoke_started = time.perf_counter()
     if fixture is not None:
         # Fixture mode never touches torch: the recorded results stand in for the runs.
-        smoke = [s for s in fixture.smoke if not smoke_names or s.name in smoke_names]
+        smoke = [s for s in fixture.smoke if not to_run or s.name in to_run]
     else:
-        for name in smoke_names:
+        for name in to_run:
             options = (smoke_options or {}).get(name, {})
             smoke.extend(run_smoke(name, profile.baselines if profile else {}, **options))
+    smoke_s = time.perf_counter() - smoke_started
     if profile is None:
         findings = [
             Finding(
@@ -86,7 +107,14 @@ def assemble_report(
             )
         ]
     else:
-        findings = run_checks(facts, profile, smoke)
+        findings = run_checks(facts, profile, smoke, required_smoke=required)
+    timing = {
+        "collect_s": round(collected - started, 3),
+        "smoke_s": round(smoke_s, 3),
+        "gate_wall_s": round(time.perf_counter() - started, 3),
+    }
+    if deep:
+        timing["deep_s"] = round(deep_s, 3)
     return build_report(
         facts=facts,
         findings=findings,
@@ -95,6 +123,9 @@ def assemble_report(
         agent_version=__version__,
         hostname=fixture.hostname if fixture else None,
         fixture_profile=fixture.name if fixture else None,
+        required_smoke=required,
+        timing=timing,
+        deep=deep,
     )
 
 
@@ -123,7 +154,8 @@ def _print_human(report: dict[str, Any]) -> None:
         print(f"[{finding['severity'].upper():4}] {finding['id']}: {finding['message']}")
         if finding["severity"] != "info" and finding["remediation"]:
             print(f"       fix: {finding['remediation']}")
-    print(f"verdict: {report['verdict'].upper()}")
+    wall = report.get("timing", {}).get("gate_wall_s")
+    print(f"verdict: {report['verdict'].upper()}" + (f"  ({wall:.1f} s)" if wall else ""))
 
 
 def _fixture(name: str | None) -> FixtureProfile | None:
@@ -137,6 +169,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         smoke_names=_smoke_list(args.smoke)
         if args.smoke
         else (list(SMOKE_NAMES) if args.fixture_profile else []),
+        deep=args.deep,
     )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -203,14 +236,21 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from labgpu_agent.client import AgentClient, ApiError, run_agent
+    from labgpu_agent.client import AgentClient, ApiError, Bootstrap, run_agent
 
     fixture = _fixture(args.fixture_profile)
-    smoke = _smoke_list(args.smoke) if args.smoke is not None else list(SMOKE_NAMES)
+    smoke = _smoke_list(args.smoke) if args.smoke is not None else None
 
-    def make_report(api_profile: str | None) -> dict[str, Any]:
+    def make_report(boot: Bootstrap, deep: bool = False) -> dict[str, Any]:
+        # The pool decides which smoke tests are required (bootstrap answer); --smoke narrows
+        # what runs, but a required test left out still fails the report.
+        required = boot.required_smoke if boot.required_smoke is not None else list(SMOKE_NAMES)
         return assemble_report(
-            profile_name=args.profile or api_profile, fixture=fixture, smoke_names=smoke
+            profile_name=args.profile or boot.profile,
+            fixture=fixture,
+            smoke_names=smoke if smoke is not None else required,
+            required_smoke=required,
+            deep=deep,
         )
 
     try:
@@ -218,6 +258,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             AgentClient(args.api),
             bootstrap_token=args.token,
             make_report=make_report,
+            make_deep_report=lambda boot: make_report(boot, deep=True),
             max_heartbeats=args.max_heartbeats,
         )
     except ApiError as exc:
@@ -235,7 +276,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument("--profile", help=f"instance profile: {', '.join(PROFILES)} (NAME:COUNT)")
     check.add_argument("--fixture-profile", help="replay recorded outputs instead of tools")
-    check.add_argument("--smoke", help="comma-separated smoke tests to run as well")
+    check.add_argument(
+        "--smoke", help="comma-separated smoke tests to run as well (each one is then required)"
+    )
+    check.add_argument(
+        "--deep",
+        action="store_true",
+        help="also run the vendor stress tools when present (AMD RVS babel/iet/pebb, NVIDIA "
+        "dcgmi diag -r 2): minutes to an hour",
+    )
     check.set_defaults(func=cmd_check)
 
     parse_cmd = sub.add_parser("parse", help="parse one saved tool output, print facts as JSON")

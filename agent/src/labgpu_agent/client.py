@@ -35,6 +35,7 @@ class Bootstrap:
     heartbeat_token: str
     profile: str | None
     heartbeat_interval_s: float
+    required_smoke: list[str] | None = None  # None: the agent's default (all four)
 
 
 @dataclass
@@ -100,13 +101,19 @@ class AgentClient:
             heartbeat_token=data["heartbeat_token"],
             profile=data.get("profile"),
             heartbeat_interval_s=float(data.get("heartbeat_interval_s", 30)),
+            required_smoke=(
+                [str(n) for n in data["required_smoke"]]
+                if isinstance(data.get("required_smoke"), list)
+                else None
+            ),
         )
 
     def send_report(self, token: str, report: dict[str, Any]) -> None:
         self._post(REPORTS_PATH, token, report, ok=(200, 201))
 
     def heartbeat(self, token: str) -> str:
-        """Return the API's action: "continue" or "stop" (401/410 also mean stop)."""
+        """Return the API's action: "continue", "stop" (401/410 also mean stop) or "deep_check"
+        (a site admin asked for the vendor stress tools; the agent reports their result)."""
         try:
             response = self._post(HEARTBEAT_PATH, token, {"status": "alive"}, ok=(200,))
         except ApiError as exc:
@@ -114,25 +121,31 @@ class AgentClient:
                 return "stop"  # the booking ended and the token was revoked
             raise
         action = response.json().get("action", "continue")
-        return "stop" if action == "stop" else "continue"
+        return action if action in ("stop", "deep_check") else "continue"
 
 
 def run_agent(
     client: AgentClient,
     *,
     bootstrap_token: str,
-    make_report: Callable[[str | None], dict[str, Any]],
+    make_report: Callable[[Bootstrap], dict[str, Any]],
+    make_deep_report: Callable[[Bootstrap], dict[str, Any]] | None = None,
     max_heartbeats: int | None = None,
 ) -> int:
-    """Bootstrap, send one report, then heartbeat until told to stop. Returns an exit code."""
+    """Bootstrap, send one report, then heartbeat until told to stop; a `deep_check` answer runs
+    the deep check and sends its report. Returns an exit code."""
     boot = client.bootstrap(bootstrap_token)
     log.info("bootstrapped as node %s (profile %s)", boot.node, boot.profile)
-    client.send_report(boot.heartbeat_token, make_report(boot.profile))
+    client.send_report(boot.heartbeat_token, make_report(boot))
     beats = 0
     while max_heartbeats is None or beats < max_heartbeats:
         client.sleep(boot.heartbeat_interval_s)
         beats += 1
-        if client.heartbeat(boot.heartbeat_token) == "stop":
+        action = client.heartbeat(boot.heartbeat_token)
+        if action == "stop":
             log.info("told to stop after %d heartbeats", beats)
             return 0
+        if action == "deep_check" and make_deep_report is not None:
+            log.info("deep check requested")
+            client.send_report(boot.heartbeat_token, make_deep_report(boot))
     return 0

@@ -77,6 +77,15 @@ SOURCES: dict[str, Source] = {
     "devices": Source("devices", None, ("ls", "-l")),
     "env": Source("env", None),
 }
+# `check --deep`: the vendors' own stress tools, minutes long, run only on request.
+_RVS_CONF = "/opt/rocm/share/rocm-validation-suite/conf"
+DEEP_SOURCES: dict[str, Source] = {
+    "dcgmi-diag": Source("dcgmi-diag-json", "nvidia", ("dcgmi", "diag", "-r", "2", "-j"), also=()),
+    "rvs-babel": Source("rvs-measurements", "amd", ("rvs", "-c", f"{_RVS_CONF}/babel.conf")),
+    "rvs-iet": Source("rvs-measurements", "amd", ("rvs", "-c", f"{_RVS_CONF}/iet_single.conf")),
+    "rvs-pebb": Source("rvs-measurements", "amd", ("rvs", "-c", f"{_RVS_CONF}/pebb_single.conf")),
+}
+DEEP_TIMEOUT_S = 1800
 _DEVICE_PATHS = {"amd": ("/dev/kfd", "/dev/dri"), "nvidia": ("/dev/nvidiactl", "/dev/nvidia0")}
 
 
@@ -100,11 +109,20 @@ class FixtureProfile:
     expected_findings: list[str] = field(default_factory=list)
 
 
+def collect_deep(vendor: str | None) -> dict[str, RawOutput]:
+    """Run the vendor's stress tools one after the other (they load every GPU); absent → None."""
+    return {
+        name: _run(source.command, timeout_s=DEEP_TIMEOUT_S)
+        for name, source in DEEP_SOURCES.items()
+        if vendor is None or source.vendor == vendor
+    }
+
+
 def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
     """Parse every raw output with its source's parser and merge the results."""
     parts: list[Facts] = []
     status: dict[str, str] = {}
-    for name, source in SOURCES.items():
+    for name, source in {**SOURCES, **DEEP_SOURCES}.items():
         raw = outputs.get(name)
         if raw is None or name == "id":
             continue
@@ -137,7 +155,7 @@ def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
     return facts
 
 
-def _run(command: tuple[str, ...]) -> RawOutput:
+def _run(command: tuple[str, ...], timeout_s: float = TOOL_TIMEOUT_S) -> RawOutput:
     if shutil.which(command[0]) is None:
         return RawOutput(text=None)
     try:
@@ -146,7 +164,7 @@ def _run(command: tuple[str, ...]) -> RawOutput:
             capture_output=True,
             text=True,
             errors="replace",  # binary noise from a broken tool must not crash the agent
-            timeout=TOOL_TIMEOUT_S,
+            timeout=timeout_s,
             env={**os.environ, "LC_ALL": "C"},
             check=False,
         )

@@ -56,6 +56,9 @@ def build_report(
     hostname: str | None = None,
     fixture_profile: str | None = None,
     collected_at: datetime | None = None,
+    required_smoke: list[str] | None = None,
+    timing: dict[str, float] | None = None,
+    deep: bool = False,
 ) -> dict[str, Any]:
     when = (collected_at or datetime.now(UTC)).astimezone(UTC)
     report = {
@@ -70,6 +73,9 @@ def build_report(
         "findings": [f.to_dict() for f in findings],
         "smoke": [s.to_dict() for s in smoke],
         "verdict": verdict_of(findings),
+        "required_smoke": list(required_smoke or []),
+        "timing": dict(timing or {}),
+        "deep": deep,
     }
     validate_report(report)
     return report

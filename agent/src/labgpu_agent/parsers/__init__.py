@@ -19,6 +19,7 @@ from labgpu_agent.parsers.amd_smi import (
     parse_amd_smi_version,
     parse_rocm_version_file,
 )
+from labgpu_agent.parsers.deep import parse_dcgmi_diag_json, parse_rvs_measurements
 from labgpu_agent.parsers.diagnostics import parse_dcgmi_diag, parse_rvs
 from labgpu_agent.parsers.lspci import parse_lspci
 from labgpu_agent.parsers.nvidia_smi import (
@@ -72,6 +73,8 @@ PARSERS: dict[str, Parser] = {
     "amd-smi-xgmi": parse_amd_smi_xgmi,
     "nvidia-smi-nvlink": parse_nvidia_smi_nvlink,
     "nvidia-smi-remap": parse_nvidia_remap_xml,
+    "dcgmi-diag-json": parse_dcgmi_diag_json,
+    "rvs-measurements": parse_rvs_measurements,
 }
 
 
