@@ -141,3 +141,20 @@ def test_connection_refused_is_transient_then_gives_up():
     with pytest.raises(ApiError, match="ConnectError"):
         dead.heartbeat("t")
     assert sleeps == [0.1, 0.2]
+
+
+def test_the_pools_required_smoke_reaches_the_report_and_deep_check_is_run_on_request(api):
+    """Bootstrap names the smoke tests the pool requires; a heartbeat answered `deep_check`
+    makes the agent run the deep check and send a second report marked `deep`."""
+    api.on("bootstrap", (200, {**BOOT, "required_smoke": ["matmul", "sdxl"]}))
+    api.on("reports", (201, {}))
+    api.on("heartbeat", (200, {"action": "deep_check"}), (200, {"action": "stop"}))
+    code = main(
+        ["run", "--api", api.url, "--token", "boot-once", "--fixture-profile", "healthy-h200"]
+    )
+    assert code == 0
+    assert api.paths() == ["bootstrap", "reports", "heartbeat", "reports", "heartbeat"]
+    first, deep = (body for path, _, body in api.received if path.endswith("/reports/"))
+    assert first["required_smoke"] == ["matmul", "sdxl"] and first["deep"] is False
+    assert {s["name"] for s in first["smoke"]} == {"matmul", "sdxl"}
+    assert first["timing"]["gate_wall_s"] >= 0 and deep["deep"] is True

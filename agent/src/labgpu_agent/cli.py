@@ -13,6 +13,7 @@ from typing import Any
 from labgpu_agent import __version__
 from labgpu_agent.checks import Finding, check_smoke, run_checks, verdict_of
 from labgpu_agent.collect import (
+    DEEP_SOURCES,
     FixtureProfile,
     UnknownFixtureProfile,
     collect_deep,
@@ -108,6 +109,22 @@ def assemble_report(
         ]
     else:
         findings = run_checks(facts, profile, smoke, required_smoke=required)
+    if (
+        deep
+        and fixture is None
+        and not any(facts.sources.get(name) == "ok" for name in DEEP_SOURCES)
+    ):
+        findings.append(
+            Finding(
+                id="deep.unavailable",
+                severity="warn",
+                message="A deep check was asked for, but no vendor stress tool is installed "
+                "(rvs for AMD, dcgmi for NVIDIA); only the standard checks ran.",
+                evidence={name: facts.sources.get(name, "missing") for name in DEEP_SOURCES},
+                remediation="Install the ROCm Validation Suite (`rocm-validation-suite`) or "
+                "NVIDIA DCGM (`datacenter-gpu-manager`, with nv-hostengine running).",
+            )
+        )
     timing = {
         "collect_s": round(collected - started, 3),
         "smoke_s": round(smoke_s, 3),
