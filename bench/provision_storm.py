@@ -62,6 +62,9 @@ from emulator.testing import start_emulator
 from labgpu.provisioning.tests.harness import RedisServer, Worker
 
 DB_NAME = "labgpu_provision_storm"
+# gunicorn's access log: time, request line, status, and the time spent in the worker (µs)
+ACCESS_FORMAT = '%(t)s "%(r)s" %(s)s %(D)s'
+AGENT_CALL = re.compile(r'"POST /api/v1/agent/(\w+)/ HTTP/[\d.]+" (\d{3}) (\d+)$')
 # booking_storm.py drops labgpu_bench; never take (and so never drop) another bench's database.
 RESERVED_DBS = storm.PROTECTED_DBS | {storm.DB_NAME}
 MAX_BOOKINGS, MAX_WINDOW_S, MAX_BOOT_S = 300, 120, 900
@@ -379,11 +382,8 @@ class Watcher:
         return state
 
 
-BOOT_TIME = next(
-    int(line.split()[1])
-    for line in Path("/proc/stat").read_text().splitlines()
-    if line.startswith("btime ")
-)
+# When the kernel booted, to 10 ms (btime in /proc/stat is rounded down to the second).
+BOOT_TIME = time.time() - float(Path("/proc/uptime").read_text().split()[0])
 
 
 def process_start_time(pid: int) -> float | None:
@@ -571,6 +571,47 @@ def requests_per_minute(samples: list[tuple[float, int]]) -> float:
     return best
 
 
+def agent_calls(path: Path) -> dict[str, dict]:
+    """Seconds the web tier spent on each kind of agent call (bootstrap, reports, heartbeat), from
+    its access log: the API's share of the agent hops (time queued before a worker took the
+    request is not in it)."""
+    durations: dict[str, list[float]] = {}
+    statuses: dict[str, dict[str, int]] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        match = AGENT_CALL.search(line)
+        if match:
+            kind, status, micros = match.groups()
+            durations.setdefault(kind, []).append(int(micros) / 1e6)
+            statuses.setdefault(kind, {})
+            statuses[kind][status] = statuses[kind].get(status, 0) + 1
+    return {
+        k: {**percentiles(v), "statuses": statuses[k]} for k, v in durations.items()
+    }
+
+
+def cpu_snapshot(web, workers, emulator, watcher, database_url: str) -> dict:
+    """CPU seconds so far of each part (processes alive now; the agents all are once every node
+    is ready)."""
+    agents = [
+        d["agent"]["pid"] for d in watcher.droplets.values() if d["agent"].get("pid")
+    ]
+    agent_s = storm.proc_cpu_s([pid for pid in agents if process_start_time(pid)])
+    return {
+        "gunicorn_s": round(storm.proc_cpu_s(storm.group_pids(web.pid)), 1),
+        "celery_s": round(
+            sum(storm.proc_cpu_s(storm.group_pids(w.process.pid)) for w in workers), 1
+        ),
+        "emulator_s": round(
+            storm.proc_cpu_s(storm.group_pids(emulator.process.pid)), 1
+        ),
+        "agents_s": round(agent_s, 1),
+        "agents": len(agents),
+        "postgres_s": round(
+            storm.proc_cpu_s(storm.postgres_backend_pids(database_url)), 1
+        ),
+    }
+
+
 def grep_count(path: Path, pattern: str) -> int:
     if not path.exists():
         return 0
@@ -693,12 +734,14 @@ def summarize(
         "droplets_not_of_a_node": strangers,
         "orphans_after_teardown": [d["id"] for d in orphans],
         "hops_s": hop_stats,
+        "agent_calls_in_api_s": agent_calls(logs["web"]),
         "hop_target_p99_s": HOP_TARGET_P99_S,
         "hops_met": all(
             v is not None and v <= HOP_TARGET_P99_S for v in hop_p99.values()
         ),
         "machine": {
             "busy_pct": times.get("busy_pct"),
+            "cpu_at_all_ready": times.get("cpu"),
             "max_agents_running": watcher.max_agents,
             "min_mem_available_mb": watcher.min_mem_mb,
         },
@@ -800,6 +843,27 @@ def print_table(s: dict) -> None:
             mark = "  ok" if ok else f"  OVER {HOP_TARGET_P99_S:g} s"
         text = f"p50 {h.get('p50')} s, p99 {h.get('p99')} s, max {h.get('max')} s (n={h['n']})"
         rows.append((label, text + mark))
+    for kind, calls in sorted(s["agent_calls_in_api_s"].items()):
+        text = f"p50 {calls.get('p50')} s, p99 {calls.get('p99')} s (n={calls['n']})"
+        rows.append(
+            (
+                f"agent {kind} in the API (web worker time)",
+                f"{text} {calls['statuses']}",
+            )
+        )
+    cpu = m.get("cpu_at_all_ready") or {}
+    if cpu:
+        each = cpu["agents_s"] / cpu["agents"] if cpu["agents"] else 0
+        rows.append(
+            (
+                "CPU s until all ready",
+                (
+                    f"gunicorn {cpu['gunicorn_s']}, celery {cpu['celery_s']}, emulator "
+                    f"{cpu['emulator_s']}, PostgreSQL {cpu['postgres_s']}, {cpu['agents']} agents "
+                    f"{cpu['agents_s']} ({each:.2f} each)"
+                ),
+            )
+        )
     rows.append(
         ("machine", (f"{m['busy_pct']} % busy of {c['cpus']} cores; ≤ {m['max_agents_running']} "
                     f"agents at once; ≥ {m['min_mem_available_mb']} MB memory free"))
@@ -870,7 +934,7 @@ def main(argv: list[str] | None = None) -> int:
         web_log = logs["web"].open("w")
         web = storm.start_gunicorn(
             args, {**env, "LABGPU_LOG_LEVEL": "WARNING"}, port, web_log,
-            extra_args=("--access-logfile", "-"),
+            extra_args=("--access-logfile", "-", "--access-logformat", ACCESS_FORMAT),
         )  # fmt: skip
         storm.wait_ready(web, port, seed["tokens"][0])
         for index in range(args.celery_workers):
@@ -891,6 +955,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.ready_timeout, "every booking ready or failed",
             )  # fmt: skip
             times["ready"] = time.time()
+            times["cpu"] = cpu_snapshot(web, workers, emulator, watcher, database_url)
             time.sleep(args.hold)
             log(args, f"ending {created} bookings over {args.end_window} s")
             cancels = cancel_bookings(args, api, made)
@@ -930,6 +995,9 @@ def main(argv: list[str] | None = None) -> int:
             dest.mkdir(parents=True, exist_ok=True)
             for path in [*tmp.glob("*.log"), *(tmp / "emulator").glob("*.log")]:
                 shutil.copy(path, dest / path.name)
+            for path in (tmp / "emulator" / "agents").glob("*/agent.log"):
+                (dest / "agents").mkdir(exist_ok=True)
+                shutil.copy(path, dest / "agents" / f"{path.parent.name}.log")
         if database_url and not args.keep_db:
             storm.drop_database(args)
         shutil.rmtree(tmp, ignore_errors=True)
