@@ -18,7 +18,7 @@ from labgpu_agent.smoke.base import SmokeResult
 from tests.test_checks import amd_node, healthy_mi300x, ids
 
 FIXTURES = Path(__file__).parent / "fixtures"
-PUBLISHED = FIXTURES / "published"
+PUBLISHED = FIXTURES / "reliability"  # shapes published by AMD/NVIDIA, sources in each file
 MI300X = get_profile("mi300x")
 MI300X8 = get_profile("mi300x:8")
 H200 = get_profile("h200")
