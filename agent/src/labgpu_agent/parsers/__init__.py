@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
 from labgpu_agent.facts import Facts, ParseProblem
-from labgpu_agent.parsers._text import numbered_lines, shown
+from labgpu_agent.parsers._text import numbered_lines, shown, split_lines
 from labgpu_agent.parsers.amd_smi import (
     parse_amd_smi,
     parse_amd_smi_default,
@@ -150,7 +150,7 @@ def _read_nothing(facts: Facts) -> bool:
 
 
 def _line_problem(text: str, line_no: int, reason: str) -> ParseProblem:
-    lines = text.splitlines()
+    lines = split_lines(text)
     line = lines[line_no - 1] if 0 < line_no <= len(lines) else None
     return ParseProblem(
         tool="", reason=reason, line=shown(line) if line is not None else None, line_number=line_no

@@ -21,6 +21,13 @@ _ANSI = re.compile(r"(?:\x1b\[|\^\[\[?)[0-9;]*m")
 _MAX_LINE_SHOWN = 200
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as the tool ended them (`\\n`, `\\r\\n`, `\\r`); unlike `str.splitlines` a form feed
+    or other control character inside a line does not split it."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def _is_annotation(line: str) -> bool:
     return line.startswith("#") or line.startswith("$ ")
 
@@ -36,7 +43,7 @@ def strip_annotations(text: str) -> str:
     Also normalises what copying output around adds: CRLF line ends, colour escapes, trailing
     blanks.
     """
-    return "\n".join(clean_line(line) for line in text.splitlines() if not _is_annotation(line))
+    return "\n".join(clean_line(line) for line in split_lines(text) if not _is_annotation(line))
 
 
 def numbered_lines(text: str) -> list[tuple[int, str]]:
@@ -46,7 +53,7 @@ def numbered_lines(text: str) -> list[tuple[int, str]]:
     """
     return [
         (number, clean_line(line))
-        for number, line in enumerate(text.splitlines(), start=1)
+        for number, line in enumerate(split_lines(text), start=1)
         if not _is_annotation(line)
     ]
 
@@ -57,7 +64,7 @@ def json_text(text: str) -> str:
     Anything printed before the first `[` or `{` line (amd-smi's watch banner "'CTRL' + 'C' to
     stop watching output:") is blanked too.
     """
-    lines = ["" if _is_annotation(line) else clean_line(line) for line in text.splitlines()]
+    lines = ["" if _is_annotation(line) else clean_line(line) for line in split_lines(text)]
     for index, line in enumerate(lines):
         if line.lstrip().startswith(("[", "{")):
             return "\n" * index + "\n".join(lines[index:])

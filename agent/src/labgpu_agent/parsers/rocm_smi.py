@@ -152,10 +152,14 @@ class _Concise:
 
     @classmethod
     def from_header(cls, stripped: str) -> _Concise | None:
-        cells = [cell.upper() for cell in stripped.split()]
-        if not cells or cells[0] not in ("GPU", "DEVICE") or "TEMP" not in cells:
+        # Bold markers are dropped as in amd-smi's tables; a column a newer release adds is kept
+        # by name (its cells are carried, not read) so the known columns still line up.
+        cells = [cell.strip("*").upper() for cell in stripped.split()]
+        if len(cells) < 3 or cells[0] not in ("GPU", "DEVICE") or "TEMP" not in cells:
             return None
-        if not set(cells) <= cls._NAMES:
+        if not all(re.fullmatch(r"[A-Z][A-Z0-9_%]*", cell) for cell in cells):
+            return None
+        if len(set(cells) & cls._NAMES) < 3:
             return None
         return cls(cells)
 
