@@ -84,11 +84,14 @@ class SshKey(BaseModel):
 
 
 class ApiToken(BaseModel):
-    """A personal API token. Only a SHA-256 of the secret is stored; the secret is shown once."""
+    """A personal API token. Only a SHA-256 of the secret is stored; the secret is shown once.
+
+    Calendar feeds a token creates (scope `feeds`) live only as long as the token does."""
 
     class Scope(models.TextChoices):
         READ = "read", _("Read")
         BOOK = "book", _("Book")
+        FEEDS = "feeds", _("Calendar feeds")
         ADMIN = "admin", _("Administer")
 
     user = models.ForeignKey(

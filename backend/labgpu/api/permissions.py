@@ -17,7 +17,9 @@ class TokenScopePermission(permissions.BasePermission):
     """A personal token may only do what its scopes say.
 
     `read`: safe methods. `book`: also create, extend and cancel bookings (views mark themselves
-    with `token_scope = "book"`). `admin`: everything its user may do. Sessions are not limited.
+    with `token_scope = "book"`). `feeds`: also create and revoke calendar feeds, which then die
+    with the token (`token_scope = "feeds"`). `admin`: everything its user may do. Sessions are
+    not limited.
     """
 
     message = "This API token lacks the scope for this request."
@@ -29,12 +31,12 @@ class TokenScopePermission(permissions.BasePermission):
         scopes = set(token.scopes)
         if "admin" in scopes:
             return True
-        if request.method in permissions.SAFE_METHODS:
-            return bool(scopes & {"read", "book"})
         required = getattr(view, "token_scope", None)
         if callable(required):
             required = required(request)
-        return required == "book" and "book" in scopes
+        if request.method in permissions.SAFE_METHODS:
+            return bool(scopes & {"read", "book"}) or (required is not None and required in scopes)
+        return required is not None and required in scopes
 
 
 class IsSiteAdmin(permissions.BasePermission):

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from labgpu.accounts.models import ApiToken
 from labgpu.feeds import selectors, services
 from labgpu.feeds.ics import feed_calendar
 from labgpu.feeds.models import CalendarFeed
@@ -32,7 +33,8 @@ class CalendarFeedViewSet(
     queryset = CalendarFeed.objects.none()
     serializer_class = CalendarFeedSerializer
     pagination_class = None
-    token_scope = "book"
+    # A feed is a credential of its own: sessions and `feeds`-scoped tokens make them (docs/api.md).
+    token_scope = "feeds"
 
     def get_queryset(self) -> QuerySet[CalendarFeed]:
         return selectors.feeds_of(self.request.user)
@@ -47,6 +49,7 @@ class CalendarFeedViewSet(
             user=request.user,
             kind=body.validated_data["kind"],
             pool=body.validated_data.get("pool"),
+            token=request.auth if isinstance(request.auth, ApiToken) else None,
         )
         data = CalendarFeedCreatedSerializer(feed).data
         data["token"] = raw

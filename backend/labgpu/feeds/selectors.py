@@ -19,20 +19,21 @@ FEED_STATUSES = (*Booking.LIVE_STATUSES, Booking.Status.COMPLETED)
 
 
 def feeds_of(user) -> QuerySet[CalendarFeed]:  # type: ignore[no-untyped-def]
-    return CalendarFeed.objects.filter(user=user).select_related("pool")
+    return CalendarFeed.objects.filter(user=user).select_related("pool", "created_by_token")
 
 
 def feed_for_secret(raw: str) -> CalendarFeed:
-    """The live feed the secret opens, or NotFound: unknown, revoked, the user deactivated, or
-    the pool no longer visible to its owner all look the same from outside."""
+    """The live feed the secret opens, or NotFound: unknown, revoked, made by a token that is
+    revoked or expired, the user deactivated, or the pool no longer visible to its owner all look
+    the same from outside."""
     if not raw.startswith(FEED_PREFIX):
         raise NotFound("No such feed.")
     feed = (
-        CalendarFeed.objects.select_related("user", "pool")
+        CalendarFeed.objects.select_related("user", "pool", "created_by_token")
         .filter(secret_hash=hash_token(raw), revoked_at__isnull=True)
         .first()
     )
-    if feed is None or not feed.user.is_active:
+    if feed is None or feed.ended_at is not None or not feed.user.is_active:
         raise NotFound("No such feed.")
     if feed.pool_id and not pools_visible_to(feed.user).filter(pk=feed.pool_id).exists():
         raise NotFound("No such feed.")

@@ -11,10 +11,32 @@ class CalendarFeedSerializer(serializers.ModelSerializer):
         choices=CalendarFeed.Kind.choices, read_only=True, help_text=KIND_HELP
     )
     pool_name = serializers.CharField(source="pool.name", read_only=True, allow_null=True)
+    revoked_at = serializers.DateTimeField(
+        source="ended_at",
+        read_only=True,
+        allow_null=True,
+        help_text="When the feed stopped working: revoked, or the API token that made it was "
+        "revoked or expired.",
+    )
+    created_by_token = serializers.PrimaryKeyRelatedField(
+        read_only=True,
+        allow_null=True,
+        help_text="The API token that made the feed (it dies with it); null when made in a "
+        "signed-in session.",
+    )
 
     class Meta:
         model = CalendarFeed
-        fields = ["id", "kind", "pool", "pool_name", "prefix", "created_at", "revoked_at"]
+        fields = [
+            "id",
+            "kind",
+            "pool",
+            "pool_name",
+            "prefix",
+            "created_by_token",
+            "created_at",
+            "revoked_at",
+        ]
         read_only_fields = fields
 
 

@@ -4,7 +4,7 @@ import secrets
 
 from django.db import transaction
 
-from labgpu.accounts.models import User
+from labgpu.accounts.models import ApiToken, User
 from labgpu.accounts.services import hash_token
 from labgpu.catalog.models import NodePool
 from labgpu.catalog.selectors import pools_visible_to
@@ -16,8 +16,12 @@ FEED_PREFIX = "lgf_"
 
 
 @transaction.atomic
-def feed_create(*, user: User, kind: str, pool: NodePool | None = None) -> tuple[CalendarFeed, str]:
-    """Create a subscription feed; returns it with the raw secret, which is never stored."""
+def feed_create(
+    *, user: User, kind: str, pool: NodePool | None = None, token: ApiToken | None = None
+) -> tuple[CalendarFeed, str]:
+    """Create a subscription feed; returns it with the raw secret, which is never stored.
+
+    `token`: the API token the request came with; the feed then dies with that token."""
     if kind == CalendarFeed.Kind.USER:
         if pool is not None:
             raise ApplicationError(
@@ -33,7 +37,12 @@ def feed_create(*, user: User, kind: str, pool: NodePool | None = None) -> tuple
     prefix = secrets.token_hex(4)
     raw = f"{FEED_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     feed = CalendarFeed.objects.create(
-        user=user, kind=kind, pool=pool, prefix=prefix, secret_hash=hash_token(raw)
+        user=user,
+        kind=kind,
+        pool=pool,
+        created_by_token=token,
+        prefix=prefix,
+        secret_hash=hash_token(raw),
     )
     return feed, raw
 

@@ -1037,9 +1037,14 @@ export interface components {
             readonly pool: number | null;
             readonly pool_name: string | null;
             readonly prefix: string;
+            /** @description The API token that made the feed (it dies with it); null when made in a signed-in session. */
+            readonly created_by_token: number | null;
             /** Format: date-time */
             readonly created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the feed stopped working: revoked, or the API token that made it was revoked or expired.
+             */
             readonly revoked_at: string | null;
         };
         CalendarFeedCreateRequest: {
@@ -1066,9 +1071,14 @@ export interface components {
             readonly pool: number | null;
             readonly pool_name: string | null;
             readonly prefix: string;
+            /** @description The API token that made the feed (it dies with it); null when made in a signed-in session. */
+            readonly created_by_token: number | null;
             /** Format: date-time */
             readonly created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the feed stopped working: revoked, or the API token that made it was revoked or expired.
+             */
             readonly revoked_at: string | null;
             readonly token: string;
             /** Format: uri */
@@ -1652,10 +1662,11 @@ export interface components {
         /**
          * @description * `read` - Read
          *     * `book` - Book
+         *     * `feeds` - Calendar feeds
          *     * `admin` - Administer
          * @enum {string}
          */
-        ScopesEnum: "read" | "book" | "admin";
+        ScopesEnum: "read" | "book" | "feeds" | "admin";
         SshKey: {
             readonly id: number;
             name: string;

@@ -6,8 +6,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from icalendar import Calendar
+from rest_framework.test import APIClient
 
+from conftest import client_for
+from labgpu.accounts.models import ApiToken
+from labgpu.accounts.services import token_create, token_revoke
 from labgpu.bookings.models import Booking
+from labgpu.core.timeutils import now
 from labgpu.feeds.models import CalendarFeed
 from labgpu.feeds.services import feed_create
 
@@ -199,5 +204,51 @@ def test_read_only_token_can_list_but_not_create_feeds(alice):
     reader = client_for(alice, scopes=["read"])
     assert reader.get("/api/v1/feeds/").status_code == 200
     assert reader.post("/api/v1/feeds/", {"kind": "user"}, format="json").status_code == 403
+
+
+@pytest.mark.security
+def test_book_scoped_token_cannot_create_calendar_feeds(alice):
+    """Issue 11 item 10: a feed is a credential that outlives requests; a token made to book
+    cannot mint one. Feeds need a session or the `feeds` scope."""
     booker = client_for(alice, scopes=["book"])
-    assert booker.post("/api/v1/feeds/", {"kind": "user"}, format="json").status_code == 201
+    refused = booker.post("/api/v1/feeds/", {"kind": "user"}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "permission_denied"
+    assert not CalendarFeed.objects.exists()
+    feeder = client_for(alice, scopes=["feeds"])
+    assert feeder.post("/api/v1/feeds/", {"kind": "user"}, format="json").status_code == 201
+
+
+@pytest.mark.security
+def test_feed_made_by_a_token_dies_when_the_token_is_revoked(alice, client):
+    token, raw = token_create(user=alice, name="calendar script", scopes=["feeds"])
+    script = APIClient()
+    script.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    created = subscribe(script, kind="user")
+    assert CalendarFeed.objects.get(pk=created["id"]).created_by_token_id == token.pk
+    assert client.get(created["url"]).status_code == 200
+    token_revoke(token=token)
+    gone = client.get(created["url"])
+    assert gone.status_code == 404 and gone.json()["code"] == "not_found"
+    # The owner's list shows it ended, from the session.
+    listed = client_for(alice).get("/api/v1/feeds/").json()
+    assert [(f["id"], f["revoked_at"] is not None) for f in listed] == [(created["id"], True)]
+
+
+@pytest.mark.security
+def test_feed_made_by_a_token_dies_when_the_token_expires(alice, client):
+    token, raw = token_create(
+        user=alice, name="short", scopes=["feeds"], expires_at=now() + timedelta(hours=1)
+    )
+    script = APIClient()
+    script.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    created = subscribe(script, kind="user")
+    assert client.get(created["url"]).status_code == 200
+    ApiToken.objects.filter(pk=token.pk).update(expires_at=now() - timedelta(seconds=1))
+    assert client.get(created["url"]).status_code == 404
+
+
+def test_feed_made_in_a_session_outlives_the_users_tokens(alice, as_alice, client):
+    token, _ = token_create(user=alice, name="other", scopes=["feeds"])
+    created = subscribe(as_alice, kind="user")
+    token_revoke(token=token)
+    assert client.get(created["url"]).status_code == 200

@@ -19,6 +19,7 @@ const mine: CalendarFeed = {
   pool: null,
   pool_name: null,
   prefix: 'aaaa1111',
+  created_by_token: null,
   created_at: '2026-11-30T01:00:00Z',
   revoked_at: null,
 }
@@ -28,6 +29,7 @@ const revoked: CalendarFeed = {
   pool: 2,
   pool_name: pool.name,
   prefix: 'bbbb2222',
+  created_by_token: null,
   created_at: '2026-11-01T01:00:00Z',
   revoked_at: '2026-11-02T16:30:00Z',
 }
