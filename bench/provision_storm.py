@@ -698,6 +698,10 @@ def summarize(
             "met": from_last is not None
             and not never_ready
             and from_last <= args.boot + READY_TARGET_EXTRA_S,
+            # the strict reading: the whole start window counts against the 60 s
+            "met_from_first_start": from_first is not None
+            and not never_ready
+            and from_first <= args.boot + READY_TARGET_EXTRA_S,
         },
         "teardown_s": {
             "first_end_to_all_destroyed": round(max(destroyed) - min(ends), 1)
@@ -738,6 +742,17 @@ def summarize(
         "hop_target_p99_s": HOP_TARGET_P99_S,
         "hops_met": all(
             v is not None and v <= HOP_TARGET_P99_S for v in hop_p99.values()
+        ),
+        # LabGPU's share of "active → bootstrap" is the API's answer to the bootstrap; the rest
+        # is the agent starting, on this machine's shared cores (a real node has its own)
+        "hops_met_with_api_share_for_bootstrap": all(
+            v is not None and v <= HOP_TARGET_P99_S
+            for v in {
+                **hop_p99,
+                "active_to_bootstrap": agent_calls(logs["web"])
+                .get("bootstrap", {})
+                .get("p99"),
+            }.values()
         ),
         "machine": {
             "busy_pct": times.get("busy_pct"),
@@ -819,7 +834,8 @@ def print_table(s: dict) -> None:
         ("bookings", f"{b['created_201']} created, {b['became_ready']} ready, final {b['final_status']}"),
         ("time to all ready", (f"{t['from_last_start']} s after the last start "
                               f"({t['from_first_start']} s after the first); target ≤ "
-                              f"{t['target_from_last_start']} s: {'met' if t['met'] else 'MISSED'}")),
+                              f"{t['target_from_last_start']} s: {'met' if t['met'] else 'MISSED'}"
+                              f" (from the first: {'met' if t['met_from_first_start'] else 'missed'})")),
         ("teardown", (f"{down['last_end_to_all_destroyed']} s from the last end to all destroyed "
                      f"({down['first_end_to_all_destroyed']} s from the first)")),
         ("provider requests", (f"{p['requests']} in {s['run_s']} s; peak "
