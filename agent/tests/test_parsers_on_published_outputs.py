@@ -264,6 +264,37 @@ def test_lspci_listing_of_eight_mi300x():
     assert all("Instinct MI300X" in (lk.description or "") for lk in links)
 
 
+def test_rocm_smi_json_of_an_mi100_on_rocm6_with_old_key_spellings():
+    """https://github.com/influxdata/telegraf/blob/master/plugins/inputs/amd_rocm_smi/testdata/mi100_rocm602.json"""
+    facts = parse_clean("rocm-smi", "rocm-smi/json_4x_mi100_rocm6.0.2_telegraf.json")
+    (gpu,) = facts.gpus
+    assert (gpu.model, gpu.bdf) == ("Arcturus GL-XL [Instinct MI100]", "0000:83:00.0")
+    assert (gpu.temperature_edge_c, gpu.temperature_hotspot_c, gpu.temperature_memory_c) == (
+        53,
+        55,
+        53,
+    )
+    assert (gpu.power_draw_w, gpu.power_cap_w) == (36, 290)
+    assert gpu.vram_total_mib == pytest.approx(32752) and facts.driver_version == "6.3.6"
+
+
+# --- nvidia-smi ---------------------------------------------------------------------------------
+
+
+def test_nvidia_smi_xml_of_an_a100_with_mig_enabled():
+    """https://github.com/influxdata/telegraf/blob/master/plugins/inputs/nvidia_smi/testdata/a100-sxm4-v12.xml"""
+    facts = parse_clean("nvidia-smi-xml", "nvidia-smi/q_x_a100_sxm4_mig_driver535_v12_telegraf.xml")
+    (gpu,) = facts.gpus  # the four MIG devices are slices of it, not GPUs
+    assert (gpu.model, gpu.bdf, gpu.index) == ("NVIDIA A100-SXM4-80GB", "0000:01:00.0", 1)
+    assert (gpu.vram_total_mib, gpu.vram_used_mib) == (81920, 50)  # the GPU's, not a slice's
+    assert (gpu.pcie_gen, gpu.pcie_width) == (4, 16)
+    assert (gpu.power_draw_w, gpu.power_cap_w) == (67.03, 500)
+    assert gpu.utilisation_pct is None  # N/A under MIG
+    assert (gpu.retired_pages, gpu.pending_retired_pages) == (None, None)  # N/A, not 0
+    assert (gpu.ecc_correctable, gpu.ecc_uncorrectable) == (0, 0)
+    assert facts.driver_version == "535.54.03" and facts.cuda_version == "12.2"
+
+
 def test_every_published_fixture_has_a_test():
     """Every saved output is named by a test in this file (read from the source, so the check
     does not depend on which tests ran)."""
