@@ -102,12 +102,14 @@ def test_amd_smi_default_view_of_eight_mi300x_under_load():
 
 def test_amd_smi_default_view_of_an_apu_without_a_power_cap():
     """https://github.com/ROCm/amdsmi/pull/110 (Strix Halo, AMD-SMI 26.1.0)"""
-    (gpu,) = parse_clean(
+    facts = parse_clean(
         "amd-smi-default", "amd-smi/default_apu_strix_halo_rocm6.4.1_amdsmi_pr110.txt"
-    ).gpus
+    )
+    (gpu,) = facts.gpus
     assert (gpu.model, gpu.power_draw_w, gpu.power_cap_w) == ("Radeon 8050S Graphics", 14, None)
     assert (gpu.compute_partition, gpu.memory_partition) == (None, None)
     assert (gpu.vram_used_mib, gpu.vram_total_mib) == (3056, 8192)
+    assert facts.driver_version is None  # `Linuxver`: the banner cut short, not a version
 
 
 def test_amd_smi_static_text_of_an_mi300a_from_the_cli_docs():
@@ -138,6 +140,25 @@ def test_amd_smi_metric_text_with_elisions_and_board_temperatures():
     assert (gpu.pcie_gen, gpu.pcie_width) == (5, 16)
     assert (gpu.ecc_correctable, gpu.ecc_uncorrectable) == (0, 0)
     assert (gpu.vram_used_mib, gpu.vram_total_mib) == (283, 196592)
+
+
+def test_amd_smi_static_json_of_an_mi210_with_an_in_kernel_driver():
+    """https://github.com/ROCm/device-metrics-exporter/tree/main/pkg/testrunner"""
+    facts = parse_clean("amd-smi-static", "amd-smi/static_json_mi210_device_metrics_exporter.json")
+    (gpu,) = facts.gpus
+    assert (gpu.model, gpu.gfx_target, gpu.compute_units) == ("AMD Instinct MI210", "gfx90a", 104)
+    assert (gpu.vram_total_mib, gpu.power_cap_w, gpu.pcie_max_gen) == (65520, 300, 4)
+    # `Linuxversion6.14.0-24-generic(buildd@…)`: the in-kernel driver's version is the kernel's
+    assert facts.driver_version == facts.kernel_release == "6.14.0-24-generic"
+
+
+def test_amd_smi_version_with_the_kernel_banner_as_driver_version():
+    """https://github.com/ROCm/k8s-device-plugin/issues/157"""
+    facts = parse_clean(
+        "amd-smi-version", "amd-smi/version_inkernel_amdgpu_rocm6.4.0_k8s_device_plugin157.txt"
+    )
+    assert (facts.rocm_version, facts.driver_version) == ("6.4.0", "6.8.0-79-generic")
+    assert facts.tool_versions["amd-smi"] == "25.3.0+ede62f2"
 
 
 def test_a_truncated_rocm6_json_list_is_a_parse_problem_naming_the_cut():

@@ -40,7 +40,9 @@ def parse_amd_smi(text: str) -> Facts:
         driver = dev.get("driver")
         if isinstance(driver, dict):
             facts.driver_name = facts.driver_name or to_str(driver.get("name"))
-            facts.driver_version = facts.driver_version or to_str(driver.get("version"))
+            version, kernel = _driver_version(to_str(driver.get("version")))
+            facts.driver_version = facts.driver_version or version
+            facts.kernel_release = facts.kernel_release or kernel
             facts.kernel_release = facts.kernel_release or to_str(driver.get("os_kernel_version"))
     if facts.gpus:
         facts.driver_loaded = True  # amd-smi lists GPUs only through a loaded amdgpu
@@ -53,6 +55,20 @@ def parse_amd_smi(text: str) -> Facts:
         unknown.reason = "no GPU block (`GPU: N` or a JSON GPU object) in the output"
     facts.parse_problems = unknown.problems()
     return facts
+
+
+def _driver_version(text: str | None) -> tuple[str | None, str | None]:
+    """(driver version, kernel release) from amd-smi's driver version field.
+
+    With the amdgpu built into the distribution kernel (no DKMS package) amd-smi prints the
+    kernel's banner with its spaces dropped, `Linuxversion6.14.0-24-generic(buildd@…)…`, or cut
+    short in the default view (`Linuxver`): the driver is the kernel's, so its version is the
+    kernel release.
+    """
+    if text is None or not text.lower().startswith("linuxver"):
+        return text, None
+    match = re.match(r"(?i)linux\s*version\s*([0-9][^\s(]*)", text)
+    return (match.group(1), match.group(1)) if match else (None, None)
 
 
 # amd-smi's watch mode prints this banner before its JSON.
@@ -263,7 +279,8 @@ def parse_amd_smi_default(text: str) -> Facts:
     header = _DEFAULT_HEADER.search(body)
     if header:
         facts.tool_versions["amd-smi"] = header.group("smi")
-        facts.driver_name, facts.driver_version = "amdgpu", header.group("drv")
+        facts.driver_name = "amdgpu"
+        facts.driver_version, facts.kernel_release = _driver_version(header.group("drv"))
         facts.rocm_version = header.group("rocm")
     platform = re.search(r"Platform:\s*(.+?)\s*\|", body)
     facts.platform = platform.group(1) if platform else None
@@ -412,8 +429,9 @@ def parse_amd_smi_version(text: str) -> Facts:
         facts.rocm_version = rocm.group(1)
     if tool := re.search(r"AMDSMI Tool:\s*(\S+)", body):
         facts.tool_versions["amd-smi"] = tool.group(1)
-    if drv := re.search(r"amdgpu version:\s*([\w.\-]+)", body):
-        facts.driver_name, facts.driver_version = "amdgpu", drv.group(1)
+    if drv := re.search(r"amdgpu version:\s*([^|\s]+)", body):
+        facts.driver_name = "amdgpu"
+        facts.driver_version, facts.kernel_release = _driver_version(drv.group(1))
     return facts
 
 
