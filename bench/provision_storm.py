@@ -59,7 +59,7 @@ VENV_BIN = storm.VENV_BIN
 sys.path.insert(0, str(BACKEND))
 
 from emulator.testing import start_emulator
-from labgpu.provisioning.tests.harness import RedisServer, Worker
+from labgpu.provisioning.tests.harness import RedisServer, Worker, wait_for
 
 DB_NAME = "labgpu_provision_storm"
 # gunicorn's access log: time, request line, status, and the time spent in the worker (µs)
@@ -94,6 +94,9 @@ OTHER_SEGMENTS = [
         "  agent process → bootstrap stored (agent start + API)",
     ),
     ("bootstrap_to_report", "agent bootstrap → report stored (agent)"),
+    ("end_to_delete", "  booking ended → DELETE at the provider (ledger)"),
+    ("provider_delete", "  DELETE → droplet gone (provider, ledger)"),
+    ("gone_to_confirmed", "  droplet gone → destroy confirmed (ledger)"),
 ]
 
 
@@ -464,13 +467,22 @@ RECORD_SQL = {
                  WHERE h.node_id = n.id AND h.verdict IN ('pass', 'warn')),
                (SELECT EXTRACT(EPOCH FROM MIN(h.created_at)) FROM health_healthreport h
                  WHERE h.node_id = n.id),
-               EXTRACT(EPOCH FROM u.created_at), u.seconds,
-               EXTRACT(EPOCH FROM u.started_at), EXTRACT(EPOCH FROM u.ended_at)
-        FROM provisioning_node n LEFT JOIN usage_usagerecord u ON u.node_id = n.id""",
+               (SELECT EXTRACT(EPOCH FROM MIN(u.created_at)) FROM usage_usagerecord u
+                 WHERE u.node_id = n.id),
+               (SELECT COUNT(*) FROM usage_usagerecord u WHERE u.node_id = n.id)
+        FROM provisioning_node n""",
+    # usage is per droplet once usage_usagerecord has droplet_id (issue 10, I-8)
+    "metered_droplets": """
+        SELECT droplet_id FROM usage_usagerecord""",
+    "has_droplet_column": """
+        SELECT 1 FROM information_schema.columns
+        WHERE table_name = 'usage_usagerecord' AND column_name = 'droplet_id'""",
 }
 
 
-def read_record(database_url: str) -> tuple[dict, list[dict]]:
+def read_record(database_url: str) -> tuple[dict, list[dict], set[str] | None]:
+    """Bookings and nodes with their timestamps (epoch seconds), and the droplet ids that have a
+    usage record (None while usage is recorded per node, not per droplet)."""
     with psycopg.connect(database_url, autocommit=True) as conn:
         bookings = {
             row[0]: {
@@ -492,17 +504,19 @@ def read_record(database_url: str) -> tuple[dict, list[dict]]:
                 "created",
             ),
             *("active", "bootstrap", "ready", "destroy_requested", "destroyed"),
-            *("passing_report", "first_report", "usage_created", "usage_seconds"),
-            *("usage_started", "usage_ended"),
+            *("passing_report", "first_report", "usage_created", "usage_records"),
         ]
         nodes = []
         for row in conn.execute(RECORD_SQL["nodes"]):
             node = dict(zip(keys, row, strict=True))
             for key in keys[6:]:
-                if node[key] is not None and key != "usage_seconds":
+                if node[key] is not None and key != "usage_records":
                     node[key] = float(node[key])
             nodes.append(node)
-    return bookings, nodes
+        metered = None
+        if conn.execute(RECORD_SQL["has_droplet_column"]).fetchone():
+            metered = {row[0] for row in conn.execute(RECORD_SQL["metered_droplets"])}
+    return bookings, nodes, metered
 
 
 def percentiles(values: list[float]) -> dict:
@@ -556,6 +570,14 @@ def hop_values(
         ended, asked = booking["ended"], node["destroy_requested"]
         if ended is not None and asked is not None and asked >= ended - 1:
             add("end_to_destroy_confirmed", node["destroyed"], ended)
+            if recorded is not None:
+                add("end_to_delete", recorded.get("delete_requested"), ended)
+                add(
+                    "provider_delete",
+                    recorded.get("gone"),
+                    recorded.get("delete_requested"),
+                )
+                add("gone_to_confirmed", node["destroyed"], recorded.get("gone"))
         add("destroy_to_usage", node["usage_created"], node["destroyed"])
     return hops
 
@@ -622,7 +644,18 @@ def grep_count(path: Path, pattern: str) -> int:
 
 
 def summarize(
-    args, *, made, cancels, bookings, nodes, creates, state_end, watcher, times, logs
+    args,
+    *,
+    made,
+    cancels,
+    bookings,
+    nodes,
+    metered,
+    creates,
+    state_end,
+    watcher,
+    times,
+    logs,
 ):
     counters = state_end["counters"]
     settings = state_end["settings"]
@@ -633,6 +666,17 @@ def summarize(
     duplicates = sum(count - 1 for count in per_name.values() if count > 1)
     strangers = sorted(set(per_name) - node_names)
     orphans = [d for d in state_end["droplets"] if d.get("gone_at") is None]
+    if "ledger" in state_end:
+        orphans += [
+            {"id": e["id"]}
+            for e in state_end["ledger"]
+            if e["gone_at"] is None and e["id"] not in {d["id"] for d in orphans}
+        ]
+    unmetered = (
+        sorted(i for i in creates if str(i) not in metered)
+        if metered is not None
+        else None
+    )
     ready_nodes = [n for n in nodes if n["ready"] is not None]
     booked = [b for b in bookings.values()]
     dues = [b["due"] for b in booked]
@@ -645,14 +689,14 @@ def summarize(
     hops = hop_values(
         bookings,
         nodes,
-        creates_merged(creates, watcher.droplets),
+        creates,
         watcher.agent_started,
     )
     hop_stats = {key: percentiles(values) for key, values in hops.items()}
     ends = [b["ended"] for b in booked if b["ended"] is not None]
     destroyed = [n["destroyed"] for n in nodes if n["destroyed"] is not None]
     usage_missing = [
-        n["id"] for n in nodes if n["provider_id"] and n["usage_created"] is None
+        n["id"] for n in nodes if n["provider_id"] and not n["usage_records"]
     ]
     failed_nodes = [
         {"node": n["id"], "reason": n["failure"]} for n in nodes if n["failure"]
@@ -732,9 +776,12 @@ def summarize(
             "tasks_given_up": gave_up,
             "task_retries": retries,
             "usage_missing_for_nodes": usage_missing,
+            # I-8 once usage is per droplet: droplets of the provider's record without one
+            "droplets_without_usage": unmetered,
             "api_5xx": http_5xx,
         },
         "duplicates": duplicates,
+        "provider_record": next((e["source"] for e in creates.values()), None),
         "droplets_not_of_a_node": strangers,
         "orphans_after_teardown": [d["id"] for d in orphans],
         "hops_s": hop_stats,
@@ -771,25 +818,40 @@ def summarize(
         and not orphans
         and not failed_nodes
         and not usage_missing
+        and not unmetered
         and http_5xx == 0
     )
     return summary
 
 
-def creates_merged(
-    creates: dict[int, dict], sampled: dict[int, dict]
+def provider_record(
+    state: dict, log_path: Path, sampled: dict[int, dict]
 ) -> dict[int, dict]:
-    """The log's creates, with the activation time from the log or, failing that, from the
-    state samples (the emulator's planned `active_at`, reached on its next tick)."""
-    merged = {}
-    for droplet_id, droplet in creates.items():
-        entry = dict(droplet)
-        if "active" not in entry:
-            seen = sampled.get(droplet_id, {})
-            if seen.get("status") == "active" and seen.get("active_at"):
-                entry["active"] = float(seen["active_at"])
-        merged[droplet_id] = entry
-    return merged
+    """Every droplet the emulator created: name, created, active, delete_requested, gone (epoch
+    seconds). From its ledger when it keeps one (`state["ledger"]`), else from its log; the
+    activation from its log or, failing that, from the state samples (the planned `active_at`,
+    reached on the emulator's next tick)."""
+    logged = emulator_log_record(log_path)
+    if "ledger" in state:
+        record = {
+            entry["id"]: {
+                "name": entry["name"],
+                "created": entry["created_at"],
+                "delete_requested": entry.get("delete_requested_at"),
+                "gone": entry.get("gone_at"),
+                "source": "ledger",
+            }
+            for entry in state["ledger"]
+        }
+    else:
+        record = {i: {**entry, "source": "log"} for i, entry in logged.items()}
+    for droplet_id, entry in record.items():
+        active = logged.get(droplet_id, {}).get("active")
+        seen = sampled.get(droplet_id, {})
+        if active is None and seen.get("status") == "active" and seen.get("active_at"):
+            active = float(seen["active_at"])
+        entry["active"] = active
+    return record
 
 
 def count_by(values) -> dict:
@@ -845,7 +907,7 @@ def print_table(s: dict) -> None:
         ("  by route", json.dumps(p["by_route"])),
         ("  429s", (f"{p['rate_limited_429']}; task retries {w['task_retries']}, tasks given up "
                    f"{w['tasks_given_up']}, failed nodes {len(w['failed_nodes'])}")),
-        ("duplicates", f"{s['duplicates']} (droplets per node attempt > 1, emulator log)"),
+        ("duplicates", f"{s['duplicates']} (droplets per node attempt > 1, emulator {s['provider_record']})"),
         ("orphans after teardown", str(len(s["orphans_after_teardown"]))),
         ("usage missing", str(len(w["usage_missing_for_nodes"]))),
         ("API 5xx", str(w["api_5xx"])),
@@ -956,7 +1018,18 @@ def main(argv: list[str] | None = None) -> int:
         for index in range(args.celery_workers):
             path = tmp / f"worker-{index}.log"
             workers.append(Worker(env, path, beat=index == 0).start())
-        time.sleep(3)  # let the beat and the workers connect before the first booking
+        # the storm starts once every worker consumes and the beat ticks, as on a running site
+        for worker in workers:
+            wait_for(
+                lambda w=worker: " ready." in w.log_path.read_text(errors="replace"),
+                timeout_s=180,
+                message=f"Celery worker {worker.log_path.name} to be ready",
+            )
+        wait_for(
+            lambda: "beat: Starting" in workers[0].log_path.read_text(errors="replace"),
+            timeout_s=60,
+            message="the beat to start",
+        )
         times: dict = {"start": time.time()}
         busy0, total0 = storm.cpu_times()
         with Watcher(emulator) as watcher:
@@ -985,10 +1058,11 @@ def main(argv: list[str] | None = None) -> int:
         busy1, total1 = storm.cpu_times()
         times["busy_pct"] = round(100.0 * (busy1 - busy0) / max(1, total1 - total0), 1)
         state_end = emulator.state()
-        bookings, nodes = read_record(database_url)
-        creates = emulator_log_record(emulator.log_file)
+        bookings, nodes, metered = read_record(database_url)
+        creates = provider_record(state_end, emulator.log_file, watcher.droplets)
         summary = summarize(
-            args, made=made, cancels=cancels, bookings=bookings, nodes=nodes, creates=creates,
+            args, made=made, cancels=cancels, bookings=bookings, nodes=nodes, metered=metered,
+            creates=creates,
             state_end=state_end, watcher=watcher, times=times, logs=logs,
         )  # fmt: skip
         if args.json:

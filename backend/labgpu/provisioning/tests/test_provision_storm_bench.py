@@ -18,6 +18,7 @@ from django.db import connection
 REPO = Path(__file__).resolve().parents[4]
 STORM = REPO / "bench" / "provision_storm.py"
 BOOKINGS = 3
+LEDGER_ONLY = {"end_to_delete", "provider_delete", "gone_to_confirmed"}
 
 pytestmark = [
     pytest.mark.slow,
@@ -57,7 +58,9 @@ def test_a_tiny_provision_storm_readies_and_tears_down_every_booking():
     assert summary["provider"]["creates"] == BOOKINGS, summary["provider"]
     assert summary["duplicates"] == 0 and summary["orphans_after_teardown"] == []
     assert summary["lost_work"]["api_5xx"] == 0 and summary["lost_work"]["failed_nodes"] == []
-    # Every hop was measured for every node: the record the numbers come from is complete.
-    assert {key: hop["n"] for key, hop in summary["hops_s"].items()} == dict.fromkeys(
-        summary["hops_s"], BOOKINGS
-    )
+    # Every hop was measured for every node: the record the numbers come from is complete (the
+    # delete's split needs the emulator's ledger).
+    measured = {key: hop["n"] for key, hop in summary["hops_s"].items()}
+    if summary["provider_record"] != "ledger":
+        measured = {k: n for k, n in measured.items() if k not in LEDGER_ONLY}
+    assert measured == dict.fromkeys(measured, BOOKINGS) and len(measured) >= 10, measured
