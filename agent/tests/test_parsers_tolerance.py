@@ -156,3 +156,54 @@ def test_plain_nvidia_smi_table_recorded_on_the_h200():
     assert (gpu.model, gpu.bdf, gpu.temperature_hotspot_c) == ("NVIDIA H200", "0000:00:06.0", 41)
     assert (gpu.power_draw_w, gpu.power_cap_w, gpu.vram_total_mib) == (80, 700, 143771)
     assert facts.driver_version == "580.159.04" and facts.parse_problems == []
+
+
+def test_amd_smi_metric_csv_with_the_watch_timestamp_column():
+    """Header shape as published in https://github.com/SemiAnalysisAI/InferenceX/issues/890
+    (`amd-smi metric -w … --csv`: `timestamp,gpu,gfx_activity,…,socket_power,…`); the thread
+    shows the header only, so the rows here are written to that header."""
+    text = (
+        "timestamp,gpu,gfx_activity,umc_activity,mm_activity,socket_power,gfx_voltage,"
+        "throttle_status,gfx_0_clk,hotspot,mem,total_correctable_count,"
+        "total_uncorrectable_count,total_deferred_count,used_vram,total_vram\r\n"
+        "1741400000,0,98,40,N/A,734,N/A,N/A,2100,71,58,0,0,0,4976,196592\r\n"
+        "1741400000,1,97,41,N/A,N/A,N/A,N/A,2100,70,57,50000,0,3,4976,196592\r\n"
+    )
+    facts = parse("amd-smi-metric", text)
+    assert facts.parse_problems == []
+    first, second = facts.gpus
+    assert (first.index, first.utilisation_pct, first.power_draw_w) == (0, 98, 734)
+    assert (first.temperature_hotspot_c, first.temperature_memory_c) == (71, 58)
+    assert second.power_draw_w is None  # N/A
+    assert (second.ecc_correctable, second.ecc_deferred) == (50000, 3)
+    assert (second.vram_used_mib, second.vram_total_mib) == (4976, 196592)
+
+
+def test_amd_smi_static_csv_reads_socket_power_as_the_cap():
+    text = "gpu,market_name,target_graphics_version,num_compute_units,max_power,socket_power\n"
+    text += "0,AMD Instinct MI300X,gfx942,304,750,750\n0,garbled\n"
+    facts = parse("amd-smi-static", text)
+    (gpu,) = facts.gpus
+    assert (gpu.model, gpu.gfx_target, gpu.compute_units) == ("AMD Instinct MI300X", "gfx942", 304)
+    assert (gpu.power_cap_w, gpu.power_draw_w) == (750, None)
+    (problem,) = facts.parse_problems
+    assert (problem.line_number, problem.line) == (3, "0,garbled")
+
+
+def test_rocm_smi_csv_blocks_one_per_show_option():
+    """`rocm-smi --showuse --showtemp --csv` prints one `device,…` block per option."""
+    text = (
+        "device,GPU use (%)\ncard0,42\ncard1,17\n\n"
+        "device,Temperature (Sensor edge) (C),Temperature (Sensor junction) (C)\n"
+        "card0,72.5,80.0\ncard1,69.0,N/A\n\n"
+        "device,Average Graphics Package Power (W)\ncard0,210.0\ncard1,198.5\n"
+    )
+    facts = parse("rocm-smi", text)
+    assert facts.parse_problems == []
+    card0, card1 = facts.gpus
+    assert (card0.utilisation_pct, card0.temperature_edge_c, card0.temperature_hotspot_c) == (
+        42,
+        72.5,
+        80,
+    )
+    assert (card1.power_draw_w, card1.temperature_hotspot_c) == (198.5, None)

@@ -8,6 +8,7 @@ in `{"gpu_data": [...]}`; readings may be bare or `{"value": v, "unit": u}`; any
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from typing import Any
@@ -33,6 +34,8 @@ def parse_amd_smi(text: str) -> Facts:
     body = strip_annotations(text).strip()
     if body[:1] in "[{" or _looks_like_json(text):
         devices = _json_devices(text, unknown)
+    elif body and _CSV_HEADER.match(body.splitlines()[0].strip()):
+        devices = _csv_devices(text, unknown)
     else:
         devices = _text_devices(text, unknown)
     facts = Facts(gpus=[_gpu_from_tree(dev) for dev in devices])
@@ -125,6 +128,67 @@ def _text_devices(text: str, unknown: UnknownLines) -> list[dict[str, Any]]:
         match = re.fullmatch(r"GPU: (\d+)", key)
         if match and isinstance(block, dict):
             devices.append({"gpu": int(match.group(1)), **_lower_keys(block)})
+    return devices
+
+
+# `--csv`: one header row of flattened leaf names (`gpu,gfx_activity,…,socket_power,…`), led by
+# `timestamp` in watch mode, then one row per GPU.
+_CSV_HEADER = re.compile(r"^(?:timestamp,)?gpu,[a-z0-9_,% ]+$", re.IGNORECASE)
+# Leaf name → (block, key) in the JSON tree; a leaf may come prefixed with its block
+# (`temperature_hotspot`) or bare (`hotspot`).
+_CSV_LEAVES: dict[str, tuple[str, str]] = {
+    "market_name": ("asic", "market_name"),
+    "target_graphics_version": ("asic", "target_graphics_version"),
+    "num_compute_units": ("asic", "num_compute_units"),
+    "bdf": ("bus", "bdf"),
+    "max_pcie_width": ("bus", "max_pcie_width"),
+    "max_pcie_speed": ("bus", "max_pcie_speed"),
+    "gfx_activity": ("usage", "gfx_activity"),
+    "socket_power": ("power", "socket_power"),
+    "average_socket_power": ("power", "average_socket_power"),
+    "max_power": ("limit", "max_power"),
+    "edge": ("temperature", "edge"),
+    "hotspot": ("temperature", "hotspot"),
+    "mem": ("temperature", "mem"),
+    "total_correctable_count": ("ecc", "total_correctable_count"),
+    "total_uncorrectable_count": ("ecc", "total_uncorrectable_count"),
+    "total_deferred_count": ("ecc", "total_deferred_count"),
+    "total_vram": ("mem_usage", "total_vram"),
+    "used_vram": ("mem_usage", "used_vram"),
+    "width": ("pcie", "width"),
+    "speed": ("pcie", "speed"),
+    "compute_partition": ("partition", "compute_partition"),
+    "accelerator_partition": ("partition", "accelerator_partition"),
+    "memory_partition": ("partition", "memory_partition"),
+    "size": ("vram", "size"),
+}
+
+
+def _csv_devices(text: str, unknown: UnknownLines) -> list[dict[str, Any]]:
+    lines = [(n, line) for n, line in numbered_lines(text) if line.strip()]
+    header = [cell.strip().lower() for cell in next(csv.reader([lines[0][1]]))]
+    static = "max_power" in header and "gfx_activity" not in header
+    devices: list[dict[str, Any]] = []
+    for number, line in lines[1:]:
+        if _CSV_HEADER.match(line.strip()):  # watch mode repeats the header
+            continue
+        row = next(csv.reader([line]))
+        if len(row) != len(header) or not row[header.index("gpu")].strip().isdigit():
+            unknown.add(number, line)
+            continue
+        device: dict[str, Any] = {}
+        for name, value in zip(header, row, strict=True):
+            if name == "gpu":
+                device["gpu"] = int(value)
+                continue
+            leaf = next((k for k in _CSV_LEAVES if name == k or name.endswith("_" + k)), None)
+            if leaf is None:
+                continue
+            block, key = _CSV_LEAVES[leaf]
+            if static and leaf == "socket_power":
+                block = "limit"  # `static` prints the cap under this name, `metric` the draw
+            device.setdefault(block, {})[key] = value.strip()
+        devices.append(device)
     return devices
 
 
