@@ -33,7 +33,8 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin with LabGPU's site: its login goes through the login limits.
+    "labgpu.accounts.apps.LabGpuAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -150,8 +151,18 @@ STORAGES = {
 # --- REST API -----------------------------------------------------------------------------------
 THROTTLE_USER_RATE = os.environ.get("LABGPU_THROTTLE_USER", "1200/min")
 THROTTLE_ANON_RATE = os.environ.get("LABGPU_THROTTLE_ANON", "120/min")
-# Password attempts per client address (the login endpoint only).
+# Password attempts per client address (the API login and /admin/login/).
 THROTTLE_LOGIN_RATE = os.environ.get("LABGPU_THROTTLE_LOGIN", "10/min")
+# Proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated), e.g. the TLS proxy in
+# front of gunicorn. Empty: every client is its peer address (docs/security.md).
+LABGPU_TRUSTED_PROXIES = env_list("LABGPU_TRUSTED_PROXIES", "")
+# Per-account back-off (labgpu.accounts.login_limits): after this many failed passwords for one
+# username, each further attempt waits BASE·2^k seconds, at most MAX; failures are forgotten after
+# WINDOW seconds without one, or at the next successful sign-in.
+LABGPU_LOGIN_FREE_FAILURES = int(os.environ.get("LABGPU_LOGIN_FREE_FAILURES", "5"))
+LABGPU_LOGIN_BACKOFF_BASE_S = float(os.environ.get("LABGPU_LOGIN_BACKOFF_BASE_S", "2"))
+LABGPU_LOGIN_BACKOFF_MAX_S = float(os.environ.get("LABGPU_LOGIN_BACKOFF_MAX_S", "900"))
+LABGPU_LOGIN_FAILURE_WINDOW_S = int(os.environ.get("LABGPU_LOGIN_FAILURE_WINDOW_S", "86400"))
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "labgpu.accounts.authentication.BearerTokenAuthentication",
@@ -166,7 +177,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_CLASSES": [
         "labgpu.api.throttling.PrincipalRateThrottle",
-        "rest_framework.throttling.AnonRateThrottle",
+        "labgpu.api.throttling.ClientAnonRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "principal": THROTTLE_USER_RATE,

@@ -1,4 +1,4 @@
-from django.contrib.auth import authenticate, login, logout
+from django.contrib.auth import login, logout
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils.decorators import method_decorator
@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labgpu.accounts import selectors, services
+from labgpu.accounts.login_limits import login_with_limits
 from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey
 from labgpu.accounts.serializers import (
     ApiTokenCreatedSerializer,
@@ -22,8 +23,7 @@ from labgpu.accounts.serializers import (
     MeSerializer,
     SshKeySerializer,
 )
-from labgpu.api.throttling import LoginRateThrottle
-from labgpu.core.errors import ApplicationError, NotPermitted
+from labgpu.core.errors import NotPermitted
 
 
 @method_decorator(ensure_csrf_cookie, name="get")
@@ -44,17 +44,13 @@ class LoginView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    throttle_classes = [LoginRateThrottle]
+    throttle_classes: list = []  # login_with_limits applies the login limits, also for /admin/
 
     @extend_schema(request=LoginSerializer, responses=MeSerializer)
     def post(self, request: Request) -> Response:
         data = LoginSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = authenticate(request, **data.validated_data)
-        if user is None:
-            raise ApplicationError(
-                "Wrong username or password.", code="invalid_credentials", status_code=401
-            )
+        user = login_with_limits(request=request._request, **data.validated_data)
         login(request, user)
         return Response(MeSerializer(user).data)
 

@@ -58,7 +58,10 @@ def _validation_response(error: exceptions.ValidationError) -> Response:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApplicationError):
-        return Response(error_body(exc.message, exc.code, exc.extra), status=exc.status_code)
+        response = Response(error_body(exc.message, exc.code, exc.extra), status=exc.status_code)
+        if exc.status_code == 429 and "retry_after_s" in exc.extra:
+            response["Retry-After"] = str(exc.extra["retry_after_s"])
+        return response
     if isinstance(exc, ProtectedError | RestrictedError):
         # Deleting a catalog entry that bookings, nodes or pools still refer to.
         users = sorted({obj._meta.verbose_name_plural for obj in exc.args[1]})

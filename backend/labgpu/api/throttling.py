@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle
 
 from labgpu.accounts.models import ApiToken
+from labgpu.core.clientip import client_ip
 
 if TYPE_CHECKING:
     from rest_framework.request import Request
@@ -73,10 +74,23 @@ class PrincipalRateThrottle(SimpleRateThrottle):
         return self.allowed
 
 
-class LoginRateThrottle(SimpleRateThrottle):
-    """Password attempts per client address: LABGPU_THROTTLE_LOGIN (default 10/min)."""
+class ClientAddressMixin:
+    """Key on the client's address as LABGPU_TRUSTED_PROXIES vouch for it (labgpu.core.clientip),
+    never on an X-Forwarded-For the client wrote itself (DRF's default with NUM_PROXIES unset)."""
+
+    def get_ident(self, request: Request) -> str:
+        return client_ip(request.META)
+
+
+class ClientAnonRateThrottle(ClientAddressMixin, AnonRateThrottle):
+    """Anonymous requests per client address: LABGPU_THROTTLE_ANON (default 120/min)."""
+
+
+class LoginRateThrottle(ClientAddressMixin, SimpleRateThrottle):
+    """Password attempts per client address: LABGPU_THROTTLE_LOGIN (default 10/min). Checked by
+    labgpu.accounts.login_limits for the API login and /admin/login/ alike."""
 
     scope = "login"
 
-    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+    def get_cache_key(self, request: Request, view: APIView | None) -> str | None:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

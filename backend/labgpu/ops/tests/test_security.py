@@ -114,14 +114,16 @@ print(json.dumps(out))
 
 @pytest.mark.django_db
 def test_login_is_throttled_to_ten_attempts_a_minute(client, alice):
+    """Per client address; other accounts each time, so the per-account back-off stays out of it
+    (labgpu/accounts/tests/test_login_limits.py)."""
     cache.clear()
     statuses = [
         client.post(
             "/api/v1/auth/login/",
-            {"username": "alice", "password": "wrong"},
+            {"username": f"user{n}", "password": "wrong"},
             content_type="application/json",
         ).status_code
-        for _ in range(11)
+        for n in range(11)
     ]
     assert statuses[:10] == [401] * 10
     assert statuses[10] == 429
