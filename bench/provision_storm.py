@@ -18,8 +18,9 @@ What it does (everything on loopback; droplet IPs are TEST-NET addresses nobody 
   4. after --hold seconds, ends them: N cancels through the API, spread over --end-window;
      waits until every booking is completed, every node destroyed and metered;
   5. prints time to all ready, the provider's request rate and 429s (the emulator's own
-     counters), duplicate droplets per node attempt and orphans left (the emulator's own log and
-     state), and per-hop orchestration overhead p50/p99 from the database's timestamps;
+     counters), duplicate droplets per node attempt and orphans left (the emulator's own ledger,
+     or its log and state), and per-hop orchestration overhead p50/p99 from the database's
+     timestamps and the emulator's record;
   6. stops everything it started (the emulator stops its agents) and drops the database
      (unless --keep-db).
 
@@ -82,7 +83,8 @@ HOPS = [
     ("end_to_destroy_confirmed", "booking ended → destroy confirmed"),
     ("destroy_to_usage", "destroy confirmed → usage record"),
 ]
-# Not orchestration: what the provider and the agent take, shown for scale.
+# What the provider and the agent take (not orchestration), shown for scale, and the splits of
+# two hops above into their parts.
 OTHER_SEGMENTS = [
     ("provider_boot", "create POST → droplet active (provider)"),
     (
@@ -764,6 +766,10 @@ def summarize(
             )
             if run_s
             else None,
+            # the run is shorter than an hour: all of it counts against the 5,000/h quota
+            "hourly_quota_used_pct": round(
+                100 * counters.get("requests", 0) / DO_RATE_PER_HOUR, 1
+            ),
             "by_route": counters.get("by_route"),
             "by_status": counters.get("by_status"),
             "rate_limited_429": counters.get("rate_limited"),
@@ -903,7 +909,8 @@ def print_table(s: dict) -> None:
         ("provider requests", (f"{p['requests']} in {s['run_s']} s; peak "
                               f"{p['peak_requests_per_minute']}/min (sampled "
                               f"{p['peak_requests_per_minute_sampled']}); limit {DO_RATE_PER_MIN}"
-                              f"/min: {'under' if p['under_limit'] else 'OVER'}")),
+                              f"/min: {'under' if p['under_limit'] else 'OVER'}; {p['hourly_quota_used_pct']} % of "
+                              f"the {DO_RATE_PER_HOUR}/h quota")),
         ("  by route", json.dumps(p["by_route"])),
         ("  429s", (f"{p['rate_limited_429']}; task retries {w['task_retries']}, tasks given up "
                    f"{w['tasks_given_up']}, failed nodes {len(w['failed_nodes'])}")),
