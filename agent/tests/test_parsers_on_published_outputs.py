@@ -316,6 +316,32 @@ def test_nvidia_smi_xml_of_an_a100_with_mig_enabled():
     assert facts.driver_version == "535.54.03" and facts.cuda_version == "12.2"
 
 
+def test_plain_nvidia_smi_of_an_h200_in_mig_mode():
+    """https://github.com/utkuozdemir/nvidia_gpu_exporter/blob/master/internal/captures/linux-x86_64__nvidia-h200-mig__580.173.02.txt"""
+    facts = parse_clean("nvidia-smi", "nvidia-smi/table_h200_mig_driver580_nvidia_gpu_exporter.txt")
+    (gpu,) = facts.gpus  # the MIG device row is a slice, not a second GPU
+    assert (gpu.model, gpu.bdf, gpu.temperature_hotspot_c) == ("NVIDIA H200", "0000:83:00.0", 38)
+    assert (gpu.power_draw_w, gpu.power_cap_w) == (88, 700)
+    assert (gpu.vram_used_mib, gpu.vram_total_mib) == (44, 143771)
+    assert gpu.ecc_uncorrectable is None  # the cell reads `On` under MIG
+    assert gpu.utilisation_pct is None and facts.driver_version == "580.173.02"
+
+
+def test_nvidia_smi_q_of_an_h200_in_mig_mode_in_a_pass_through_vm():
+    """https://github.com/utkuozdemir/nvidia_gpu_exporter/blob/master/internal/captures/linux-x86_64__nvidia-h200-mig__580.173.02.txt"""
+    facts = parse_clean(
+        "nvidia-smi-q", "nvidia-smi/q_h200_mig_passthrough_driver580_nvidia_gpu_exporter.txt"
+    )
+    (gpu,) = facts.gpus
+    assert gpu.vram_total_mib == 143771  # the GPU's memory, not the MIG slice's 71424
+    assert (gpu.pcie_gen, gpu.pcie_width) == (5, 16)
+    assert (gpu.power_draw_w, gpu.power_cap_w, gpu.power_max_cap_w) == (90.06, 700, 700)
+    assert (gpu.temperature_hotspot_c, gpu.temperature_memory_c) == (38, 38)
+    assert (gpu.ecc_correctable, gpu.ecc_uncorrectable) == (0, 0)
+    assert (gpu.retired_pages, gpu.pending_retired_pages) == (None, None)  # N/A
+    assert (gpu.sm_clock_mhz, gpu.sm_clock_max_mhz) == (345, 1980) and gpu.throttle_reasons == []
+
+
 def test_every_published_fixture_has_a_test():
     """Every saved output is named by a test in this file (read from the source, so the check
     does not depend on which tests ran)."""

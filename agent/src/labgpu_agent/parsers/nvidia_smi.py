@@ -345,12 +345,24 @@ _TABLE_FRAME = re.compile(
 
 
 def parse_nvidia_smi_table(text: str) -> Facts:
-    """Plain `nvidia-smi`: the boxed table (driver 450 → 590 layouts), two lines per GPU."""
+    """Plain `nvidia-smi`: the boxed table (driver 450 → 590 layouts), two lines per GPU.
+
+    Under MIG the ECC cell reads `On` and a "MIG devices" table follows; its rows are slices of
+    the GPUs above, so they are skipped rather than counted.
+    """
     facts = Facts()
     unknown = UnknownLines()
     pending: GpuFacts | None = None
+    in_mig_table = False  # `| MIG devices: |` until the next blank line: slices, not GPUs
     for number, line in numbered_lines(text):
         stripped = line.strip()
+        if stripped.startswith("| MIG devices:"):
+            in_mig_table = True
+        if in_mig_table:
+            in_mig_table = bool(stripped)
+            if stripped and stripped[0] not in "|+":
+                unknown.add(number, line)
+            continue
         if (header := _TABLE_HEADER.search(stripped)) is not None:
             facts.driver_name, facts.driver_version = "nvidia", header.group("drv")
             facts.cuda_version = header.group("cuda")
