@@ -121,6 +121,22 @@ class InstanceType(BaseModel):
         return self.name
 
 
+# The agent's smoke tests (labgpu_agent.smoke.SMOKE_NAMES); a pool requires some or all of them.
+SMOKE_TESTS = ("matmul", "bandwidth", "sdxl", "llm")
+
+
+def default_required_smoke() -> list[str]:
+    return list(SMOKE_TESTS)
+
+
+def validate_smoke_list(value: object) -> None:
+    if not isinstance(value, list) or any(name not in SMOKE_TESTS for name in value):
+        raise ValidationError(
+            _("Required smoke tests must be a list drawn from %(known)s."),
+            params={"known": ", ".join(SMOKE_TESTS)},
+        )
+
+
 class NodePool(BaseModel):
     """Up to `capacity` concurrent nodes of one instance type in one region, with booking rules."""
 
@@ -157,6 +173,20 @@ class NodePool(BaseModel):
         help_text=_("Empty: every lab may book this pool."),
     )
     is_active = models.BooleanField(default=True)
+    # A node whose agent cannot run one of these fails its health gate (never a silent skip).
+    required_smoke = models.JSONField(
+        default=default_required_smoke,
+        blank=True,
+        validators=[validate_smoke_list],
+        help_text=_("Smoke tests every node of this pool must pass: matmul, bandwidth, sdxl, llm."),
+    )
+    smoke_preinstalled = models.BooleanField(
+        default=False,
+        help_text=_(
+            "The image already has PyTorch, diffusers and transformers: cloud-init installs the "
+            "agent without its smoke extra."
+        ),
+    )
 
     class Meta:
         constraints = [

@@ -33,6 +33,7 @@ class AgentBootstrapSerializer(serializers.Serializer):
     heartbeat_token = serializers.CharField()
     profile = serializers.CharField()
     heartbeat_interval_s = serializers.IntegerField()
+    required_smoke = serializers.ListField(child=serializers.CharField())
 
 
 class AgentHeartbeatSerializer(serializers.Serializer):

@@ -39,12 +39,15 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
             raise Conflict(
                 f"Node is {node.status}; it does not accept an agent now.", code="invalid_status"
             )
-    instance_type = node.booking.pool.instance_type
+    pool = node.booking.pool
+    instance_type = pool.instance_type
     return {
         "node": node.pk,
         "heartbeat_token": token,
         "profile": instance_type.agent_profile or instance_type.slug,
         "heartbeat_interval_s": settings.LABGPU_HEARTBEAT_INTERVAL_S,
+        # The agent fails its report when one of these cannot run (issue 12: never a silent skip).
+        "required_smoke": list(pool.required_smoke),
     }
 
 

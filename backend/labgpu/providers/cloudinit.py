@@ -46,19 +46,24 @@ def render_user_data(
     agent_profile: str | None = None,
     ssh_authorized_keys: Sequence[str] = (),
     agent_pip_spec: str = "labgpu-agent",
+    install_smoke: bool = True,
 ) -> str:
     """A `#cloud-config` document (≤ 64 KiB) that installs and starts the node agent.
 
     `agent_profile` selects a fixture profile for the agent (emulator and tests only; on a real
     machine the agent measures the hardware). `ssh_authorized_keys` are the booking user's public
     keys, installed for the default user: DigitalOcean's `ssh_keys` field takes only keys
-    registered on the account, not raw public keys.
+    registered on the account, not raw public keys. `install_smoke` installs the agent with its
+    `smoke` extra (torch, diffusers, transformers); a pool whose image already has them turns it
+    off. Without them every smoke test is skipped, and a required one fails the node.
     """
     parts = urlsplit(api_url)
     if parts.scheme not in {"http", "https"} or not parts.netloc:
         raise ValueError(f"api_url must be an absolute http(s) URL, got {api_url!r}")
     _check("api_url", api_url, _SAFE_VALUE)
     _check("bootstrap_token", bootstrap_token, _SAFE_TOKEN)
+    if install_smoke and "[" not in agent_pip_spec:
+        agent_pip_spec = f"{agent_pip_spec}[smoke]"
     _check("agent_pip_spec", agent_pip_spec, _SAFE_PIP_SPEC)
     if agent_profile is not None:
         _check("agent_profile", agent_profile, _SAFE_PROFILE)

@@ -278,6 +278,7 @@ def _droplet_spec(node: Node) -> DropletSpec:
         api_url=settings.LABGPU_PUBLIC_API_URL,
         bootstrap_token=bootstrap_token_for(node.pk),
         ssh_authorized_keys=list(booking.user.ssh_keys.values_list("public_key", flat=True)),
+        install_smoke=not booking.pool.smoke_preinstalled,
     )
     return DropletSpec(
         node_id=node.pk,

@@ -835,6 +835,7 @@ export interface components {
             heartbeat_token: string;
             profile: string;
             heartbeat_interval_s: number;
+            required_smoke: string[];
         };
         AgentHeartbeat: {
             action: components["schemas"]["ActionEnum"];

@@ -134,3 +134,36 @@ def test_health_views_respect_isolation(node, as_alice, as_mallory, pool):
     assert as_mallory.get(f"/api/v1/nodes/{node.pk}/health/").status_code == 404
     body = as_alice.get(f"/api/v1/instance-types/{pool.instance_type_id}/health/").json()
     assert body["instance_type"] == pool.instance_type_id and "baselines" in body
+
+
+def test_bootstrap_hands_the_agent_the_smoke_tests_its_pool_requires(node, pool):
+    answer = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    assert answer["required_smoke"] == ["matmul", "bandwidth", "sdxl", "llm"]  # the default
+    pool.required_smoke = ["matmul", "llm"]
+    pool.save(update_fields=["required_smoke"])
+    other = NodeFactory(booking=BookingFactory(pool=pool), provider_account=node.provider_account)
+    Node.objects.filter(pk=other.pk).update(
+        bootstrap_token_hash=hash_secret(bootstrap_token_for(other.pk))
+    )
+    answer = bearer(bootstrap_token_for(other.pk)).post("/api/v1/agent/bootstrap/").json()
+    assert answer["required_smoke"] == ["matmul", "llm"]
+
+
+def test_cloud_init_installs_the_smoke_extra_unless_the_pool_image_has_it(node, pool):
+    from labgpu.provisioning.services import _droplet_spec
+
+    assert "labgpu-agent[smoke]" in _droplet_spec(node).user_data
+    pool.smoke_preinstalled = True
+    pool.save(update_fields=["smoke_preinstalled"])
+    node.refresh_from_db()
+    user_data = _droplet_spec(node).user_data
+    assert '"labgpu-agent"' in user_data and "[smoke]" not in user_data
+
+
+def test_a_required_smoke_list_with_an_unknown_test_is_refused(pool):
+    from django.core.exceptions import ValidationError
+
+    pool.required_smoke = ["matmul", "mining"]
+    with pytest.raises(ValidationError) as error:
+        pool.full_clean()
+    assert "required_smoke" in error.value.message_dict

@@ -5,15 +5,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('provisioning', '0002_lease'),
+        ("provisioning", "0002_lease"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='node',
-            name='attempt',
-            field=models.PositiveSmallIntegerField(default=1, validators=[django.core.validators.MaxValueValidator(10)]),
+            model_name="node",
+            name="attempt",
+            field=models.PositiveSmallIntegerField(
+                default=1, validators=[django.core.validators.MaxValueValidator(10)]
+            ),
         ),
     ]
