@@ -342,6 +342,38 @@ def test_nvidia_smi_q_of_an_h200_in_mig_mode_in_a_pass_through_vm():
     assert (gpu.sm_clock_mhz, gpu.sm_clock_max_mhz) == (345, 1980) and gpu.throttle_reasons == []
 
 
+# --- an AMD engineer's MI350X acceptance run -----------------------------------------------------
+
+
+def test_amd_smi_monitor_of_eight_idle_mi350x_aligned_with_power_cap():
+    """https://github.com/mhilgema-amd/proj/blob/main/ihc_mi350x/README.md"""
+    gpus = parse_clean(
+        "amd-smi-monitor", "amd-smi/monitor_putm_8x_mi350x_idle_ihc_acceptance.txt"
+    ).gpus
+    assert len(gpus) == 8 and {g.power_cap_w for g in gpus} == {1000}
+    assert [g.power_draw_w for g in gpus] == [251, 258, 251, 257, 257, 257, 256, 257]
+    assert gpus[3].temperature_hotspot_c == 61 and gpus[5].temperature_memory_c == 49
+
+
+def test_rocm_smi_concise_table_of_eight_mi350x():
+    """https://github.com/mhilgema-amd/proj/blob/main/ihc_mi350x/README.md"""
+    gpus = parse_clean("rocm-smi", "rocm-smi/concise_8x_mi350x_rocm7.0_ihc_acceptance.txt").gpus
+    assert len(gpus) == 8 and {g.power_cap_w for g in gpus} == {1000}
+    assert gpus[3].temperature_hotspot_c == 67 and gpus[0].sm_clock_mhz == 157
+    assert {g.virtual_function for g in gpus} == {False}  # 0x75a0: bare-metal MI350X
+
+
+def test_lspci_tab_indented_excerpt_with_lnksta2_lines():
+    """https://github.com/mhilgema-amd/proj/blob/main/ihc_mi350x/README.md"""
+    links = parse_clean("lspci", "lspci/lspci_lnksta2_tabs_8x_mi350x_ihc_acceptance.txt").pcie_links
+    with_link = [lk for lk in links if lk.width is not None]
+    assert len(with_link) == 8  # LnkSta2 is not a second link
+    assert all(
+        (lk.gen, lk.width, lk.downgraded, lk.fatal_error) == (5, 16, False, False)
+        for lk in with_link
+    )
+
+
 def test_every_published_fixture_has_a_test():
     """Every saved output is named by a test in this file (read from the source, so the check
     does not depend on which tests ran)."""
