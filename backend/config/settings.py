@@ -172,6 +172,12 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
         "labgpu.api.permissions.TokenScopePermission",
     ],
+    # JSON depth, finite numbers (labgpu/api/parsers.py); forms as DRF's defaults.
+    "DEFAULT_PARSER_CLASSES": [
+        "labgpu.api.parsers.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "labgpu.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

@@ -27,6 +27,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.http import HttpRequest, HttpResponse
 
 from labgpu.accounts.services import TOKEN_PREFIX, hash_token
+from labgpu.api.parsers import loads_bounded
 from labgpu.api.throttling import PrincipalRateThrottle
 from labgpu.bookings.models import Booking
 from labgpu.bookings.services import ON_DEMAND_TOLERANCE, idempotency_fingerprint
@@ -164,7 +165,8 @@ def parse_express_booking(request: HttpRequest) -> ExpressBooking | None:
     if key is not None and len(key) > MAX_IDEMPOTENCY_KEY:
         return None
     try:
-        body = json.loads(request.body.decode("utf-8"))
+        # Bounded like DRF's parser (depth, finite numbers): DRF words the 400 for what fails.
+        body = loads_bounded(request.body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RequestDataTooBig):
         return None
     if not isinstance(body, dict) or not body.keys() <= BODY_FIELDS:
