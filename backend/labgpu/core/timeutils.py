@@ -4,6 +4,20 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.utils import timezone
 
+# Every datetime the API accepts (bodies, query parameters, filters, agent reports) lies in this
+# range (docs/api.md): wide enough for any booking or record, narrow enough that grid and month
+# arithmetic can never overflow datetime's year 1–9999 (`?start=9999-12-31…` was a 500).
+EARLIEST_ACCEPTED = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST_ACCEPTED = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+def accepted_moment(moment: datetime) -> bool:
+    """True for an aware datetime inside [EARLIEST_ACCEPTED, LATEST_ACCEPTED]."""
+    try:
+        return EARLIEST_ACCEPTED <= moment <= LATEST_ACCEPTED
+    except (TypeError, OverflowError):
+        return False
+
 
 def now() -> datetime:
     return timezone.now()

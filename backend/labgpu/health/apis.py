@@ -5,6 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from labgpu.api.parsers import SafeJSONParser
 from labgpu.api.permissions import BASE_PERMISSIONS
 from labgpu.catalog.models import InstanceType
 from labgpu.health import services
@@ -13,6 +14,7 @@ from labgpu.health.authentication import (
     HeartbeatTokenAuthentication,
     IsNode,
 )
+from labgpu.health.limits import MAX_REPORT_BYTES
 from labgpu.health.models import HealthReport
 from labgpu.health.selectors import instance_type_baselines
 from labgpu.health.serializers import (
@@ -40,8 +42,13 @@ class AgentBootstrapView(AgentView):
         return Response(services.agent_bootstrap(node=request.auth))
 
 
+class AgentReportParser(SafeJSONParser):
+    max_bytes = MAX_REPORT_BYTES
+
+
 class AgentReportView(AgentView):
     authentication_classes = [HeartbeatTokenAuthentication]
+    parser_classes = [AgentReportParser]
 
     @extend_schema(request=AgentReportSerializer, responses={201: HealthReportSerializer})
     def post(self, request: Request) -> Response:

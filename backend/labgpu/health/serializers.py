@@ -1,9 +1,42 @@
+import math
+from typing import Any
+
 from rest_framework import serializers
 
 from labgpu.health.models import HealthReport
 
 
+def finite_json(value: Any) -> Any:
+    """`value` with non-finite numbers as null: a row stored before reports were bounded (SQLite
+    keeps `Infinity`) must still render as JSON. Iterative, so no stored depth can recurse."""
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, key = stack.pop()
+        item = container[key]
+        if isinstance(item, float) and not math.isfinite(item):
+            container[key] = None
+        elif isinstance(item, dict):
+            copy = dict(item)
+            container[key] = copy
+            stack.extend((copy, k) for k in copy)
+        elif isinstance(item, list):
+            copy = list(item)
+            container[key] = copy
+            stack.extend((copy, i) for i in range(len(copy)))
+    return root[0]
+
+
+class ReportJSONField(serializers.JSONField):
+    def to_representation(self, value: Any) -> Any:
+        return finite_json(value)
+
+
 class HealthReportSerializer(serializers.ModelSerializer):
+    findings = ReportJSONField(read_only=True)
+    smoke = ReportJSONField(read_only=True)
+    facts = ReportJSONField(read_only=True)
+
     class Meta:
         model = HealthReport
         fields = [

@@ -8,6 +8,7 @@ from labgpu_agent.report import ReportValidationError, validate_report
 from labgpu.core.errors import ApplicationError, Conflict
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
+from labgpu.health import limits
 from labgpu.health.models import HealthReport
 from labgpu.provisioning import services as lifecycle
 from labgpu.provisioning.models import Node
@@ -54,19 +55,14 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
 def report_ingest(*, node: Node, payload: Any) -> HealthReport:
     """Store the agent's report; a passing first report makes the node (and booking) ready (I-5),
     a failing one fails the node with the findings as the reason."""
-    try:
-        validate_report(payload)
-    except ReportValidationError as error:
-        raise ApplicationError(
-            str(error), code="invalid_report", extra={"path": error.path}
-        ) from None
+    collected_at = report_validate(payload)
     report = HealthReport.objects.create(
         node=node,
         instance_type_id=node.booking.pool.instance_type_id,
         verdict=payload["verdict"],
         profile=payload.get("profile") or "",
         agent_version=payload.get("agent_version", ""),
-        collected_at=datetime.fromisoformat(payload["collected_at"].replace("Z", "+00:00")),
+        collected_at=collected_at,
         findings=payload["findings"],
         smoke=payload["smoke"],
         facts=payload["facts"],
@@ -84,6 +80,26 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
                 findings=failing,
             )
     return report
+
+
+def report_validate(payload: Any) -> datetime:
+    """Refuse a report that is not one (I-9): sizes and finite numbers first, so the schema check
+    never walks a hostile structure; then the shared schema; then the backend's physical bounds.
+    Returns the report's `collected_at`."""
+    try:
+        limits.check_sizes(payload)
+        validate_report(payload)
+        return limits.check_semantics(payload)
+    except ReportValidationError as error:
+        message, path = str(error), error.path
+    except limits.ReportRefused as refused:
+        message = f"invalid agent report at {refused.path or '<root>'}: {refused.message}"
+        path = refused.path
+    raise ApplicationError(
+        message,
+        code="invalid_report",
+        extra={"path": path, "fields": {path or "report": [message]}},
+    )
 
 
 def agent_heartbeat(*, node: Node) -> str:

@@ -1113,9 +1113,9 @@ export interface components {
             agent_version?: string;
             /** Format: date-time */
             collected_at: string;
-            findings?: unknown;
-            smoke?: unknown;
-            facts?: unknown;
+            readonly findings: unknown;
+            readonly smoke: unknown;
+            readonly facts: unknown;
             /** Format: date-time */
             readonly created_at: string;
         };
@@ -2501,8 +2501,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["AgentReportRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["AgentReportRequest"];
-                "multipart/form-data": components["schemas"]["AgentReportRequest"];
             };
         };
         responses: {

@@ -108,11 +108,16 @@ def test_node_tokens_are_not_user_tokens(node, alice):
     assert other.status_code == 401
 
 
-def test_baselines_are_the_rolling_median_of_passing_reports(node, pool):
+def test_baselines_are_the_median_of_the_nodes_latest_passing_reports(
+    node, pool, alice, vision_lab, tomorrow
+):
     for value in (600.0, 700.0, 650.0):
         smoke = report(value=value)["smoke"]
+        booking = BookingFactory(
+            lab=vision_lab, user=alice, pool=pool, start=tomorrow, status="completed"
+        )
         HealthReport.objects.create(
-            node=node,
+            node=NodeFactory(booking=booking, provider_account=node.provider_account),
             instance_type=pool.instance_type,
             verdict="pass",
             collected_at=node.created_at,
@@ -125,8 +130,8 @@ def test_baselines_are_the_rolling_median_of_passing_reports(node, pool):
         collected_at=node.created_at,
         smoke=report(value=1.0)["smoke"],
     )
-    assert instance_type_baselines(pool.instance_type)["matmul"]["median"] == 650.0
-    assert instance_type_baselines(pool.instance_type)["matmul"]["samples"] == 3
+    assert instance_type_baselines(pool.instance_type)["matmul:bf16_tflops"]["median"] == 650.0
+    assert instance_type_baselines(pool.instance_type)["matmul:bf16_tflops"]["samples"] == 3
 
 
 def test_health_views_respect_isolation(node, as_alice, as_mallory, pool):
