@@ -4,6 +4,8 @@ SHELL := /bin/bash
 
 PORT ?= 8000
 EMULATOR_PORT ?= 8010
+# The emulator's own default is a realistic GPU boot (minutes); the demo shortens it, and says so.
+EMULATOR_BOOT_DELAY ?= 20
 VENV ?= .venv
 BACKEND := backend
 # The first Python >= 3.12 found: $(PYTHON) if given, then python3.13/3.12 on PATH, then pyenv's.
@@ -65,6 +67,7 @@ run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(
 	$(MANAGE) collectstatic --noinput --verbosity 0
 	@echo "LabGPU on http://127.0.0.1:$(PORT)  (demo users: alice, bob, carol… password labgpu-demo)"
 	cd $(BACKEND) && PORT=$(PORT) EMULATOR_PORT=$(EMULATOR_PORT) VENV_BIN=$(CURDIR)/$(VENV)/bin \
+	  EMULATOR_BOOT_DELAY=$(EMULATOR_BOOT_DELAY) \
 	  LABGPU_PROVIDER_TOKEN_EMULATOR=$${LABGPU_PROVIDER_TOKEN_EMULATOR:-emulator-dev-token} \
 	  LABGPU_PROVIDER_ALLOWED_BASE_URLS=$${LABGPU_PROVIDER_ALLOWED_BASE_URLS:-http://127.0.0.1:$(EMULATOR_PORT)} \
 	  LABGPU_PUBLIC_API_URL=$${LABGPU_PUBLIC_API_URL:-http://127.0.0.1:$(PORT)} \
@@ -74,7 +77,8 @@ run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(
 emulator: install ## Run the DigitalOcean emulator alone on 127.0.0.1:$(EMULATOR_PORT)
 	@mkdir -p var
 	cd $(BACKEND) && exec $(PY) -m emulator --host 127.0.0.1 --port $(EMULATOR_PORT) \
-	  --state-file $(CURDIR)/var/emulator.json --agent-cmd $(CURDIR)/$(VENV)/bin/labgpu-agent
+	  --state-file $(CURDIR)/var/emulator.json --agent-cmd $(CURDIR)/$(VENV)/bin/labgpu-agent \
+	  --boot-delay $(EMULATOR_BOOT_DELAY)
 
 .PHONY: worker
 worker: install ## Run a Celery worker with the beat schedule

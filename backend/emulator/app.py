@@ -1,8 +1,9 @@
 """The HTTP surface: DigitalOcean's API subset under /v2, the admin API under /_emulator.
 
-Every /v2 request goes through `_api()`: bearer auth, the per-token rate limit (headers on every
-answer, 429 with `retry-after` beyond it), injected faults, then the operation. Errors use
-DigitalOcean's body `{"id", "message", "request_id"}`.
+Every /v2 request goes through `_api()`: bearer auth, the per-token rate limits (DigitalOcean's two:
+250/minute burst and 5,000/hour; the `ratelimit-*` headers on every answer describe the hourly
+one), injected faults, then the operation. Errors use DigitalOcean's body
+`{"id", "message", "request_id"}`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from starlette.routing import Route
 
 from . import catalog
 from .agents import AgentSupervisor
-from .settings import EmulatorSettings
+from .settings import REALISTIC_BOOT_DELAY_S, EmulatorSettings
 from .state import ApiError, EmuDroplet, Store, not_found, unprocessable
 
 logger = logging.getLogger("emulator")
@@ -37,22 +38,39 @@ Handler = Callable[[Request], Awaitable[tuple[int, Any]]]
 
 
 class RateLimiter:
-    """Sliding window per token, like DigitalOcean's per-minute limit."""
+    """Sliding windows per token, like DigitalOcean's burst (per-minute) and hourly limits."""
 
     def __init__(self) -> None:
-        self._log: dict[str, deque[float]] = defaultdict(deque)
+        self._log: dict[tuple[str, float], deque[float]] = defaultdict(deque)
 
-    def check(self, key: str, limit: int, window_s: float, now: float) -> tuple[bool, int, float]:
-        """(allowed, remaining, when a slot frees as unix time); charges the request if allowed."""
-        log = self._log[key]
-        while log and log[0] <= now - window_s:
-            log.popleft()
-        allowed = len(log) < limit
-        if allowed:
-            log.append(now)
-        remaining = max(0, limit - len(log))
-        reset = log[0] + window_s if log else now + window_s
-        return allowed, remaining, reset
+    def check(
+        self, key: str, windows: list[tuple[int, float]], now: float
+    ) -> tuple[int | None, list[tuple[int, float]]]:
+        """Charge one request to every window unless one is full.
+
+        Returns (index of the first full window or None, [(remaining, reset) per window]) where
+        `reset` is when the window's oldest request expires (DigitalOcean's `ratelimit-reset`).
+        """
+        logs = []
+        for limit, window_s in windows:
+            log = self._log[(key, window_s)]
+            while log and log[0] <= now - window_s:
+                log.popleft()
+            logs.append((log, limit, window_s))
+        blocked = next((i for i, (log, limit, _) in enumerate(logs) if len(log) >= limit), None)
+        if blocked is None:
+            for log, _, _ in logs:
+                log.append(now)
+        status = []
+        for log, limit, window_s in logs:
+            reset = log[0] + window_s if log else now + window_s
+            status.append((max(0, limit - len(log)), reset))
+        return blocked, status
+
+    def slot_frees_at(self, key: str, limit: int, window_s: float) -> float:
+        """When the next request fits into this (full) window again."""
+        log = self._log[(key, window_s)]
+        return log[len(log) - limit] + window_s if len(log) >= limit else 0.0
 
     def reset(self) -> None:
         self._log.clear()
@@ -95,11 +113,22 @@ class Emulator:
     def __init__(self, settings: EmulatorSettings) -> None:
         self.settings = settings
         self.store = Store(state_file=settings.state_file, ip_mode=settings.ip_mode)
+        if settings.stock:  # the command line's stock wins over what the state file remembers
+            self.store.faults.update({"stock": settings.stock})
         work_dir = settings.state_file.parent if settings.state_file else None
         self.agents = AgentSupervisor(agent_cmd=settings.agent_cmd, work_dir=work_dir)
         self.agents.adopt(self.store.droplets)
         self.limiter = RateLimiter()
         self.counters = Counters()
+
+    def warn_if_shortened(self) -> None:
+        if self.settings.boot_delay_s < REALISTIC_BOOT_DELAY_S:
+            logger.warning(
+                "running with a SHORTENED boot time: droplets turn active %.1fs after create "
+                "(realistic GPU boot: %.0fs, the default); fine for tests and demos only",
+                self.settings.boot_delay_s,
+                REALISTIC_BOOT_DELAY_S,
+            )
 
     # -- time ---------------------------------------------------------------------------------
 
@@ -184,7 +213,7 @@ class Emulator:
         )
         self.counters.creates += 1
         self.store.save()
-        action_id = self.store.new_action_id()
+        action_id = droplet.create_action_id
         logger.info("created droplet %s (%s, %s)", droplet.id, droplet.name, droplet.size_slug)
         return 202, {
             "droplet": self.store.to_api(droplet),
@@ -229,12 +258,42 @@ class Emulator:
         self.agents.stop(droplet)
         self.tick()
 
+    async def list_droplet_actions(self, request: Request) -> tuple[int, Any]:
+        now = time.time()
+        actions = self.store.droplet_actions(self._droplet_id(request))
+        items = [self.store.action_json(a, now) for a in actions]
+        return 200, self.paginate(request, items, "actions", {})
+
+    async def get_action(self, request: Request) -> tuple[int, Any]:
+        try:
+            action_id = int(request.path_params["action_id"])
+        except ValueError as exc:
+            raise not_found() from exc
+        return 200, {"action": self.store.action_json(self.store.get_action(action_id))}
+
     async def list_sizes(self, request: Request) -> tuple[int, Any]:
-        return 200, self.paginate(request, catalog.SIZES, "sizes", {})
+        sizes = [
+            catalog.size_json(size, self.store.regions_with_stock(size["slug"]))
+            for size in catalog.SIZES
+        ]
+        return 200, self.paginate(request, sizes, "sizes", {})
 
     async def list_regions(self, request: Request) -> tuple[int, Any]:
-        regions = [catalog.region_json(slug) for slug in catalog.REGION_NAMES]
+        regions = [catalog.region_json(slug, self.store.in_stock) for slug in catalog.REGION_NAMES]
         return 200, self.paginate(request, regions, "regions", {})
+
+    async def list_ssh_keys(self, request: Request) -> tuple[int, Any]:
+        keys = sorted(self.store.ssh_keys.values(), key=lambda k: int(k["id"]))
+        return 200, self.paginate(request, keys, "ssh_keys", {})
+
+    async def create_ssh_key(self, request: Request) -> tuple[int, Any]:
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            raise ApiError(400, "bad_request", "The request body is not valid JSON.") from exc
+        key = self.store.add_ssh_key(body)
+        self.store.save()
+        return 201, {"ssh_key": key}
 
     async def get_account(self, request: Request) -> tuple[int, Any]:
         return 200, {
@@ -271,19 +330,24 @@ class Emulator:
             )
 
         key = hashlib.sha256(token.encode()).hexdigest()
-        allowed, remaining, reset = self.limiter.check(
-            key, self.settings.rate_limit, self.settings.rate_window_s, now
-        )
+        burst = (self.settings.rate_limit, self.settings.rate_window_s)
+        hourly = (self.settings.rate_limit_hourly, self.settings.rate_window_hourly_s)
+        blocked, status = self.limiter.check(key, [burst, hourly], now)
+        remaining, reset = status[1]
         headers.update(
             {
-                "ratelimit-limit": str(self.settings.rate_limit),
+                "ratelimit-limit": str(self.settings.rate_limit_hourly),
                 "ratelimit-remaining": str(remaining),
                 "ratelimit-reset": str(math.ceil(reset)),
             }
         )
-        if not allowed:
+        if blocked is not None:
             self.counters.rate_limited += 1
-            headers["retry-after"] = str(max(1, math.ceil(reset - now)))
+            if blocked == 0:
+                # Only the burst limit's 429 says when to come back (DigitalOcean added
+                # `retry-after` there in 2023); an exhausted hourly quota has only `ratelimit-*`.
+                frees_at = self.limiter.slot_frees_at(key, *burst)
+                headers["retry-after"] = str(max(1, math.ceil(frees_at - now)))
             return self._respond(
                 429,
                 {"id": "too_many_requests", "message": "API rate limit exceeded."},
@@ -324,7 +388,7 @@ class Emulator:
         try:
             return await handler(request)
         except ApiError as exc:
-            return exc.status, {"id": exc.error_id, "message": exc.message}
+            return exc.status, exc.body()
 
     def _respond(
         self, status: int, body: Any, headers: dict[str, str], request_id: str
@@ -357,6 +421,8 @@ class Emulator:
                     "vanish_at": d.vanish_at,
                     "gone_at": d.gone_at,
                     "ssh_keys": d.ssh_keys,
+                    "create_action": d.create_action_id,
+                    "pending_create": self.store.pending_create(d, now),
                     "user_data_bytes": len(d.user_data.encode()),
                     "agent": {
                         "status": d.agent.status,
@@ -373,6 +439,7 @@ class Emulator:
             "faults": asdict(self.store.faults),
             "counters": self.counters.as_dict(),
             "droplets": droplets,
+            "ssh_keys": sorted(self.store.ssh_keys.values(), key=lambda k: int(k["id"])),
         }
 
 
@@ -413,6 +480,11 @@ def create_app(settings: EmulatorSettings) -> Starlette:
             return await emu._api(request, "droplets_destroy_byTag", emu.delete_by_tag)
         return await emu._api(request, "droplets_list", emu.list_droplets)
 
+    async def account_keys(request: Request) -> Response:
+        if request.method == "POST":
+            return await emu._api(request, "sshKeys_create", emu.create_ssh_key)
+        return await emu._api(request, "sshKeys_list", emu.list_ssh_keys)
+
     async def droplet_item(request: Request) -> Response:
         if request.method == "DELETE":
             return await emu._api(request, "droplets_destroy", emu.delete_droplet)
@@ -442,6 +514,7 @@ def create_app(settings: EmulatorSettings) -> Starlette:
             emu.store.save()
         elif request.method == "DELETE":
             emu.store.faults = type(emu.store.faults)()
+            emu.store.faults.update({"stock": emu.settings.stock})  # back to the start-up stock
             emu.store.save()
         return JSONResponse(asdict(emu.store.faults))
 
@@ -453,11 +526,12 @@ def create_app(settings: EmulatorSettings) -> Starlette:
                 return JSONResponse({"id": "bad_request", "message": str(exc)}, status_code=400)
             emu.agents.agent_cmd = emu.settings.agent_cmd
             emu.store.ip_mode = emu.settings.ip_mode
+            emu.warn_if_shortened()
         return JSONResponse(emu.settings.public())
 
     async def reset(_: Request) -> Response:
         emu.agents.stop_all()
-        emu.store.reset()
+        emu.store.reset(stock=emu.settings.stock)
         emu.store.save()
         emu.limiter.reset()
         emu.counters = Counters()
@@ -491,24 +565,38 @@ def create_app(settings: EmulatorSettings) -> Starlette:
             emu.store.vanish(droplet.id)
             emu.agents.stop(droplet)
         elif action == "activate":
-            droplet.active_at = time.time()
-            droplet.ip_at = min(droplet.ip_at, droplet.active_at)
+            emu.store.finish_create(droplet, time.time())
         else:
             return JSONResponse({"id": "not_found", "message": "unknown action"}, status_code=404)
         emu.store.dirty = True
         emu.tick()
         return JSONResponse({"ok": True, "id": droplet.id, "action": action})
 
+    async def ssh_key_admin(request: Request) -> Response:
+        """Register a key on the account without spending a request of the rate limit."""
+        try:
+            key = emu.store.add_ssh_key(await request.json())
+        except ApiError as exc:
+            return JSONResponse(exc.body(), status_code=exc.status)
+        except ValueError:
+            return JSONResponse({"id": "bad_request", "message": "invalid JSON"}, status_code=400)
+        emu.store.save()
+        return JSONResponse({"ssh_key": key}, status_code=201)
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         task = asyncio.create_task(emu.ticker())
         logger.info(
-            "DigitalOcean emulator ready: boot delay %.1fs, %d req/%.0fs per token, state %s",
+            "DigitalOcean emulator ready: boot delay %.1fs, %d req/%.0fs and %d req/%.0fs per "
+            "token, state %s",
             settings.boot_delay_s,
             settings.rate_limit,
             settings.rate_window_s,
+            settings.rate_limit_hourly,
+            settings.rate_window_hourly_s,
             settings.state_file or "(memory)",
         )
+        emu.warn_if_shortened()
         try:
             yield
         finally:
@@ -521,6 +609,13 @@ def create_app(settings: EmulatorSettings) -> Starlette:
     routes = [
         Route("/v2/droplets", droplets_collection, methods=["GET", "POST", "DELETE"]),
         Route("/v2/droplets/{droplet_id}", droplet_item, methods=["GET", "DELETE"]),
+        Route(
+            "/v2/droplets/{droplet_id}/actions",
+            api("dropletActions_list", emu.list_droplet_actions),
+            methods=["GET"],
+        ),
+        Route("/v2/actions/{action_id}", api("actions_get", emu.get_action), methods=["GET"]),
+        Route("/v2/account/keys", account_keys, methods=["GET", "POST"]),
         Route("/v2/sizes", api("sizes_list", emu.list_sizes), methods=["GET"]),
         Route("/v2/regions", api("regions_list", emu.list_regions), methods=["GET"]),
         Route("/v2/account", api("account_get", emu.get_account), methods=["GET"]),
@@ -532,6 +627,7 @@ def create_app(settings: EmulatorSettings) -> Starlette:
         Route("/_emulator/reset", reset, methods=["POST"]),
         Route("/_emulator/droplets", seed, methods=["POST"]),
         Route("/_emulator/droplets/{droplet_id}/{action}", droplet_admin, methods=["POST"]),
+        Route("/_emulator/ssh_keys", ssh_key_admin, methods=["POST"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.emulator = emu

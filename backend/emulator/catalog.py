@@ -6,6 +6,7 @@ quote; the product always reads prices from the provider's live `GET /v2/sizes`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # Region slugs that DigitalOcean's schema allows inside `image.regions` (an enum in the spec);
@@ -36,6 +37,9 @@ REGION_NAMES = {
     "ams3": "Amsterdam 3",
 }
 GPU_REGIONS = ["tor1", "atl1", "nyc2", "ams3"]
+#: where the GPU base images are distributed (a create elsewhere answers 422 "invalid image")
+AMD_GPU_REGIONS = ["atl1", "tor1", "nyc2"]
+NVIDIA_GPU_REGIONS = ["atl1", "tor1", "nyc2", "ams3"]
 
 
 def _disk_info(boot_gib: int, scratch_gib: int) -> list[dict[str, Any]]:
@@ -205,6 +209,7 @@ IMAGES: list[dict[str, Any]] = [
         "public": True,
         "type": "base",
         "description": "Ubuntu 24.04 with ROCm 7.x preinstalled",
+        "available_in": AMD_GPU_REGIONS,
     },
     {
         "id": 170000002,
@@ -214,6 +219,7 @@ IMAGES: list[dict[str, Any]] = [
         "public": True,
         "type": "base",
         "description": "GPU H100 1x Base Image",
+        "available_in": NVIDIA_GPU_REGIONS,
     },
     {
         "id": 170000003,
@@ -223,6 +229,7 @@ IMAGES: list[dict[str, Any]] = [
         "public": True,
         "type": "base",
         "description": "GPU multi-GPU Base Image",
+        "available_in": NVIDIA_GPU_REGIONS,
     },
     {
         "id": 170000004,
@@ -232,11 +239,14 @@ IMAGES: list[dict[str, Any]] = [
         "public": True,
         "type": "base",
         "description": "Ubuntu 24.04 (LTS) x64",
+        "available_in": list(REGION_NAMES),
     },
 ]
 
 
 def find_image(ref: Any) -> dict[str, Any] | None:
+    if ref is None or isinstance(ref, bool):
+        return None
     for image in IMAGES:
         if ref in (image["slug"], image["id"]) or str(ref) == str(image["id"]):
             return image
@@ -244,9 +254,10 @@ def find_image(ref: Any) -> dict[str, Any] | None:
 
 
 def image_json(image: dict[str, Any]) -> dict[str, Any]:
+    shown = {k: v for k, v in image.items() if k != "available_in"}
     return {
-        **image,
-        "regions": sorted(r for r in REGION_NAMES if r in IMAGE_REGION_ENUM),
+        **shown,
+        "regions": sorted(r for r in image["available_in"] if r in IMAGE_REGION_ENUM),
         "created_at": "2026-09-01T12:00:00Z",
         "min_disk_size": 25,
         "size_gigabytes": 18.47,
@@ -255,14 +266,25 @@ def image_json(image: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def region_json(slug: str) -> dict[str, Any]:
+def region_json(slug: str, in_stock: Callable[[str, str], bool] | None = None) -> dict[str, Any]:
+    """The region; with `in_stock(size, region)`, `sizes` leaves out sizes out of stock there."""
     return {
         "name": REGION_NAMES.get(slug, slug),
         "slug": slug,
         "features": ["backups", "ipv6", "metadata", "install_agent", "storage", "image_transfer"],
         "available": True,
-        "sizes": [s["slug"] for s in SIZES if slug in s["regions"]],
+        "sizes": [
+            s["slug"]
+            for s in SIZES
+            if slug in s["regions"] and (in_stock is None or in_stock(s["slug"], slug))
+        ],
     }
+
+
+def size_json(size: dict[str, Any], regions_with_stock: list[str]) -> dict[str, Any]:
+    """The size as `GET /v2/sizes` shows it: `regions` are where a create can succeed now, and
+    `available` is false when that is nowhere (DigitalOcean's meaning of both fields)."""
+    return {**size, "regions": regions_with_stock, "available": bool(regions_with_stock)}
 
 
 def is_gpu_size(slug: str) -> bool:

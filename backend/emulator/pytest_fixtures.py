@@ -21,6 +21,8 @@ _RESTORED = (
     "ip_delay_s",
     "rate_limit",
     "rate_window_s",
+    "rate_limit_hourly",
+    "rate_window_hourly_s",
     "max_per_page",
     "agent_cmd",
 )

@@ -10,6 +10,11 @@ from typing import Any
 
 ENV_PREFIX = "LABGPU_EMULATOR_"
 
+#: Seconds from create until a GPU droplet is `active`. DigitalOcean publishes no figure; GPU
+#: droplets take minutes (large images, scratch disks), so the default is five. Tests and the
+#: `make run` demo pass a shorter `--boot-delay`, and the emulator then says so in its log.
+REALISTIC_BOOT_DELAY_S = 300.0
+
 
 @dataclass
 class EmulatorSettings:
@@ -17,13 +22,18 @@ class EmulatorSettings:
     port: int = 8010
     #: JSON file holding droplets, faults and id counters; None keeps state in memory only.
     state_file: Path | None = None
-    #: seconds from create until a droplet turns `active`
-    boot_delay_s: float = 20.0
+    #: seconds from create until a droplet turns `active` (and its create event completes)
+    boot_delay_s: float = REALISTIC_BOOT_DELAY_S
     #: seconds from create until a public IPv4 appears (DigitalOcean assigns it while `new`)
     ip_delay_s: float = 1.0
-    #: per-token rate limit: `rate_limit` requests per `rate_window_s` (DigitalOcean: 250/60 s)
+    #: per-token burst limit: `rate_limit` requests per `rate_window_s` (DigitalOcean: 250/min)
     rate_limit: int = 250
     rate_window_s: float = 60.0
+    #: per-token quota (DigitalOcean: 5,000/hour); the `ratelimit-*` headers describe this one
+    rate_limit_hourly: int = 5000
+    rate_window_hourly_s: float = 3600.0
+    #: start-up stock, size -> region -> free machines (see `state.Faults.stock`); {} = unlimited
+    stock: dict[str, dict[str, int]] = field(default_factory=dict)
     #: largest `per_page` honoured (DigitalOcean: 200); smaller values make pagination cheap to test
     max_per_page: int = 200
     #: accepted bearer tokens; empty accepts any non-empty token
@@ -48,8 +58,11 @@ class EmulatorSettings:
         """Apply runtime changes (POST /_emulator/settings); host/port/state_file are fixed."""
         names = {f.name: f for f in fields(self)}
         for key, value in changes.items():
-            if key not in names or key in {"host", "port", "state_file"}:
-                raise ValueError(f"unknown or fixed setting: {key}")
+            if key not in names or key in {"host", "port", "state_file", "stock"}:
+                raise ValueError(
+                    f"unknown or fixed setting: {key}"
+                    + (" (change stock through POST /_emulator/faults)" if key == "stock" else "")
+                )
             current = getattr(self, key)
             if key == "tokens":
                 if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
@@ -85,6 +98,23 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
         "--rate-window", type=float, default=float(env("rate_window_s", defaults.rate_window_s))
     )
     p.add_argument(
+        "--rate-limit-hourly",
+        type=int,
+        default=int(env("rate_limit_hourly", defaults.rate_limit_hourly)),
+    )
+    p.add_argument(
+        "--rate-window-hourly",
+        type=float,
+        default=float(env("rate_window_hourly_s", defaults.rate_window_hourly_s)),
+    )
+    p.add_argument(
+        "--stock",
+        action="append",
+        default=[t for t in env("stock", "").split(",") if t],
+        metavar="SIZE@REGION=N",
+        help="free machines of SIZE in REGION (repeatable); default: unlimited",
+    )
+    p.add_argument(
         "--max-per-page", type=int, default=int(env("max_per_page", defaults.max_per_page))
     )
     p.add_argument(
@@ -109,6 +139,9 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
         ip_delay_s=a.ip_delay,
         rate_limit=a.rate_limit,
         rate_window_s=a.rate_window,
+        rate_limit_hourly=a.rate_limit_hourly,
+        rate_window_hourly_s=a.rate_window_hourly,
+        stock=parse_stock(a.stock, p),
         max_per_page=a.max_per_page,
         tokens=list(a.token),
         agent_cmd=a.agent_cmd,
@@ -117,3 +150,21 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
         tick_s=a.tick,
         log_level=a.log_level,
     )
+
+
+def parse_stock(items: list[str], parser: argparse.ArgumentParser) -> dict[str, dict[str, int]]:
+    """`["gpu-mi300x1-192gb@tor1=0", …]` -> {size: {region: n}}, checked like a runtime change."""
+    from .state import merge_stock
+
+    changes: dict[str, dict[str, int]] = {}
+    for item in items:
+        target, _, count = item.partition("=")
+        size, _, region = target.partition("@")
+        if not (size and region and count.strip().isdigit()):
+            parser.error(f"--stock wants SIZE@REGION=N, got {item!r}")
+        changes.setdefault(size.strip(), {})[region.strip()] = int(count)
+    try:
+        return merge_stock({}, changes)
+    except ValueError as exc:
+        parser.error(str(exc))
+        raise  # unreachable: parser.error exits

@@ -7,7 +7,10 @@ All mutation happens on the server's event loop, so no locks are needed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import fnmatch
+import hashlib
 import ipaddress
 import json
 import logging
@@ -27,28 +30,52 @@ logger = logging.getLogger("emulator")
 
 USER_DATA_LIMIT = 64 * 1024
 FIRST_DROPLET_ID = 500_000_001
+FIRST_KEY_ID = 41_000_001
 _NAME_RE = re.compile(r"^[a-zA-Z0-9]?[a-z0-9A-Z.\-]*[a-z0-9A-Z]$")
 _TAG_RE = re.compile(r"^[a-zA-Z0-9_\-:]{1,255}$")
-_FINGERPRINT_RE = re.compile(r"^([0-9a-f]{2}:){15}[0-9a-f]{2}$|^SHA256:[A-Za-z0-9+/=]{43,44}$")
 _TESTNETS = [ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")]
 
 
 class ApiError(Exception):
-    """An error answered the way DigitalOcean does: status plus `{"id", "message"}`."""
+    """An error answered the way DigitalOcean does: status plus `{"id", "message"}`.
 
-    def __init__(self, status: int, error_id: str, message: str) -> None:
+    `attributes` become `error_attributes` in the body (DigitalOcean adds `available_regions`
+    there when a size is out of capacity).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        error_id: str,
+        message: str,
+        *,
+        attributes: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.error_id = error_id
         self.message = message
+        self.attributes = attributes
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"id": self.error_id, "message": self.message}
+        if self.attributes:
+            body["error_attributes"] = self.attributes
+        return body
 
 
 def not_found() -> ApiError:
     return ApiError(404, "not_found", "The resource you were accessing could not be found.")
 
 
-def unprocessable(message: str) -> ApiError:
-    return ApiError(422, "unprocessable_entity", message)
+def unprocessable(message: str, **attributes: Any) -> ApiError:
+    return ApiError(422, "unprocessable_entity", message, attributes=attributes or None)
+
+
+#: DigitalOcean's own words (seen in API answers quoted by packer, terraform and doctl issues).
+PENDING_EVENT = "Droplet already has a pending event."
+SIZE_UNAVAILABLE = "Size is not available in this region."
+INVALID_IMAGE = "You specified an invalid image for Droplet creation."
 
 
 @dataclass
@@ -78,6 +105,10 @@ class Faults:
     agent_profiles: dict[str, str] = field(default_factory=dict)
     #: size slug -> agent fixture profile, overriding the built-in per-size default
     size_profiles: dict[str, str] = field(default_factory=dict)
+    #: size slug -> region -> machines still free there. A create takes one, a droplet that is
+    #: gone gives it back; at 0 creates answer 422 and `GET /v2/sizes` leaves the region out.
+    #: Absent = unlimited. Updates MERGE per size x region; null lifts a limit.
+    stock: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def update(self, changes: dict[str, Any]) -> None:
         known = {f.name for f in fields(self)}
@@ -101,6 +132,8 @@ class Faults:
                 value = [_check_rule(rule) for rule in value]
             elif key in {"agent_profiles", "size_profiles"}:
                 value = {str(k): str(v) for k, v in dict(value).items()}
+            elif key == "stock":
+                value = merge_stock(self.stock, value)
             setattr(self, key, value)
 
     def take_rule(self, method: str, path: str) -> dict[str, Any] | None:
@@ -122,6 +155,28 @@ class Faults:
         if isinstance(self.never_boot, bool):
             return not self.never_boot
         return name not in self.never_boot
+
+
+def merge_stock(current: dict[str, dict[str, int]], changes: Any) -> dict[str, dict[str, int]]:
+    """`current` with `changes` ({size: {region: n | None}}) applied; None lifts the limit."""
+    if not isinstance(changes, dict):
+        raise ValueError("stock must be an object: {size: {region: count}}")
+    merged = {size: dict(regions) for size, regions in current.items()}
+    for size, regions in changes.items():
+        if size not in catalog.SIZES_BY_SLUG:
+            raise ValueError(f"stock: unknown size {size!r}")
+        if not isinstance(regions, dict):
+            raise ValueError(f"stock[{size!r}] must be an object: {{region: count}}")
+        for region, count in regions.items():
+            if region not in catalog.REGION_NAMES:
+                raise ValueError(f"stock: unknown region {region!r}")
+            if count is None:
+                merged.get(size, {}).pop(region, None)
+                continue
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ValueError(f"stock[{size!r}][{region!r}] must be a whole number >= 0")
+            merged.setdefault(size, {})[region] = count
+    return {size: regions for size, regions in merged.items() if regions}
 
 
 def _check_rule(rule: Any) -> dict[str, Any]:
@@ -169,6 +224,8 @@ class EmuDroplet:
     gone_at: float | None = None
     status: str = "new"
     agent: AgentInfo = field(default_factory=AgentInfo)
+    #: the droplet's create action; DELETE answers 422 "pending event" while it is in progress
+    create_action_id: int | None = None
 
     @property
     def is_gpu(self) -> bool:
@@ -180,20 +237,41 @@ class EmuDroplet:
         return cls(**data, agent=agent)
 
 
+def ssh_fingerprint(public_key: str) -> str | None:
+    """DigitalOcean's fingerprint of an OpenSSH public key (MD5 of the key blob, colon hex);
+    None when the text is not `type base64 [comment]`."""
+    parts = public_key.strip().split()
+    if len(parts) < 2 or not parts[0].startswith(("ssh-", "ecdsa-", "sk-")):
+        return None
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(blob) < 11:
+        return None
+    digest = hashlib.md5(blob, usedforsecurity=False).hexdigest()
+    return ":".join(digest[i : i + 2] for i in range(0, 32, 2))
+
+
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Store:
-    """Droplets and faults, with optional persistence to a JSON file."""
+    """Droplets, their actions, the account's SSH keys and the faults, optionally persisted."""
 
     def __init__(self, *, state_file: Path | None, ip_mode: str = "testnet") -> None:
         self.state_file = state_file
         self.ip_mode = ip_mode
         self.droplets: dict[int, EmuDroplet] = {}
+        #: action id -> {id, type, droplet_id, region, started_at, ends_at, outcome}
+        self.actions: dict[int, dict[str, Any]] = {}
+        #: key id -> {id, name, public_key, fingerprint}
+        self.ssh_keys: dict[int, dict[str, Any]] = {}
         self.faults = Faults()
         self.next_id = FIRST_DROPLET_ID
         self.next_action_id = 900_000_001
+        self.next_key_id = FIRST_KEY_ID
         self.ip_counter = 0
         self.dirty = False
         if state_file and state_file.exists():
@@ -205,12 +283,15 @@ class Store:
         data = json.loads(path.read_text())
         self.next_id = int(data.get("next_id", FIRST_DROPLET_ID))
         self.next_action_id = int(data.get("next_action_id", self.next_action_id))
+        self.next_key_id = int(data.get("next_key_id", FIRST_KEY_ID))
         self.ip_counter = int(data.get("ip_counter", 0))
         self.faults = Faults()
         self.faults.update(data.get("faults", {}))
         for item in data.get("droplets", []):
             droplet = EmuDroplet.from_dict(dict(item))
             self.droplets[droplet.id] = droplet
+        self.actions = {int(a["id"]): dict(a) for a in data.get("actions", [])}
+        self.ssh_keys = {int(k["id"]): dict(k) for k in data.get("ssh_keys", [])}
         logger.info("loaded %d droplet(s) from %s", len(self.droplets), path)
 
     def save(self) -> None:
@@ -221,10 +302,13 @@ class Store:
             "version": 1,
             "next_id": self.next_id,
             "next_action_id": self.next_action_id,
+            "next_key_id": self.next_key_id,
             "ip_counter": self.ip_counter,
             "faults": asdict(self.faults),
             # plain __dict__ copies: dataclasses.asdict deep-copies and is 10x slower here
             "droplets": [{**vars(d), "agent": dict(vars(d.agent))} for d in self.droplets.values()],
+            "actions": list(self.actions.values()),
+            "ssh_keys": list(self.ssh_keys.values()),
         }
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
         # write-then-rename so a crash never leaves a half-written state file
@@ -233,9 +317,14 @@ class Store:
             fh.write(json.dumps(data, separators=(",", ":")))
         os.replace(tmp, self.state_file)
 
-    def reset(self) -> None:
+    def reset(self, *, stock: dict[str, dict[str, int]] | None = None) -> None:
+        """Forget droplets, actions, keys and faults; `stock` is the start-up stock to restore."""
         self.droplets.clear()
+        self.actions.clear()
+        self.ssh_keys.clear()
         self.faults = Faults()
+        if stock:
+            self.faults.update({"stock": stock})
         self.dirty = True
 
     # -- addresses ------------------------------------------------------------------------------
@@ -250,11 +339,104 @@ class Store:
         net = _TESTNETS[(n // per_net) % len(_TESTNETS)]
         return str(net.network_address + 2 + n % per_net)
 
-    # -- droplets -------------------------------------------------------------------------------
+    # -- SSH keys -------------------------------------------------------------------------------
+
+    def add_ssh_key(self, body: Any) -> dict[str, Any]:
+        """POST /v2/account/keys: the key gets an id and DigitalOcean's MD5 fingerprint."""
+        if not isinstance(body, dict):
+            raise ApiError(400, "bad_request", "The request body must be a JSON object.")
+        name, public_key = body.get("name"), body.get("public_key")
+        if not isinstance(name, str) or not name.strip():
+            raise unprocessable("Name can't be blank.")
+        if not isinstance(public_key, str):
+            raise unprocessable("Public Key can't be blank.")
+        fingerprint = ssh_fingerprint(public_key)
+        if fingerprint is None:
+            raise unprocessable("Key invalid, key should be of the format `type key [comment]`")
+        if any(k["fingerprint"] == fingerprint for k in self.ssh_keys.values()):
+            raise unprocessable("SSH Key is already in use on your account")
+        key = {
+            "id": self.next_key_id,
+            "fingerprint": fingerprint,
+            "public_key": public_key.strip(),
+            "name": name,
+        }
+        self.next_key_id += 1
+        self.ssh_keys[key["id"]] = key
+        self.dirty = True
+        return key
+
+    def _known_key(self, ref: Any) -> bool:
+        if isinstance(ref, bool):
+            return False
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+            return int(ref) in self.ssh_keys
+        return isinstance(ref, str) and any(k["fingerprint"] == ref for k in self.ssh_keys.values())
+
+    # -- stock ----------------------------------------------------------------------------------
+
+    def in_stock(self, size: str, region: str) -> bool:
+        free = self.faults.stock.get(size, {}).get(region)
+        return free is None or free > 0
+
+    def regions_with_stock(self, size: str) -> list[str]:
+        return [r for r in catalog.SIZES_BY_SLUG[size]["regions"] if self.in_stock(size, r)]
+
+    def _take_stock(self, size: str, region: str) -> None:
+        regions = self.faults.stock.get(size)
+        if regions is not None and region in regions:
+            regions[region] -= 1
+
+    def _return_stock(self, droplet: EmuDroplet) -> None:
+        regions = self.faults.stock.get(droplet.size_slug)
+        if regions is not None and droplet.region in regions:
+            regions[droplet.region] += 1
+
+    # -- actions --------------------------------------------------------------------------------
 
     def new_action_id(self) -> int:
         self.next_action_id += 1
         return self.next_action_id - 1
+
+    def action_status(self, action: dict[str, Any], now: float | None = None) -> str:
+        now = time.time() if now is None else now
+        ends_at = action.get("ends_at")
+        if ends_at is None or now < ends_at:
+            return "in-progress"
+        return str(action["outcome"])
+
+    def pending_create(self, droplet: EmuDroplet, now: float | None = None) -> bool:
+        action = self.actions.get(droplet.create_action_id or 0)
+        return action is not None and self.action_status(action, now) == "in-progress"
+
+    def action_json(self, action: dict[str, Any], now: float | None = None) -> dict[str, Any]:
+        status = self.action_status(action, now)
+        return {
+            "id": action["id"],
+            "status": status,
+            "type": action["type"],
+            "started_at": iso(action["started_at"]),
+            "completed_at": iso(action["ends_at"]) if status != "in-progress" else None,
+            "resource_id": action["droplet_id"],
+            "resource_type": "droplet",
+            "region": catalog.region_json(action["region"]),
+            "region_slug": action["region"],
+        }
+
+    def get_action(self, action_id: int) -> dict[str, Any]:
+        action = self.actions.get(action_id)
+        if action is None:
+            raise not_found()
+        return action
+
+    def droplet_actions(self, droplet_id: int) -> list[dict[str, Any]]:
+        self.get(droplet_id)
+        return sorted(
+            (a for a in self.actions.values() if a["droplet_id"] == droplet_id),
+            key=lambda a: -int(a["id"]),
+        )
+
+    # -- droplets -------------------------------------------------------------------------------
 
     def create(
         self,
@@ -281,9 +463,10 @@ class Store:
         region = body.get("region") or size_info["regions"][0]
         if region not in catalog.REGION_NAMES:
             raise unprocessable("You specified an invalid region for Droplet creation.")
-        image = body.get("image")
-        if image is None or catalog.find_image(image) is None:
-            raise unprocessable("You specified an invalid image for Droplet creation.")
+        image = catalog.find_image(body.get("image"))
+        if image is None or region not in image["available_in"]:
+            # DigitalOcean answers the same for an unknown image and one not in this region
+            raise unprocessable(INVALID_IMAGE)
         user_data = body.get("user_data") or ""
         if not isinstance(user_data, str):
             raise unprocessable("user_data must be a string.")
@@ -292,13 +475,11 @@ class Store:
         ssh_keys = body.get("ssh_keys") or []
         if not isinstance(ssh_keys, list):
             raise unprocessable("ssh_keys must be a list of key ids or fingerprints.")
-        for key in ssh_keys:
-            is_id = isinstance(key, int) or (isinstance(key, str) and key.isdigit())
-            if not is_id and not (isinstance(key, str) and _FINGERPRINT_RE.match(key)):
-                raise unprocessable(
-                    f"ssh_keys: {str(key)[:30]!r} is not the id or fingerprint of a key on "
-                    "this account (raw public keys are not accepted)."
-                )
+        unknown = [key for key in ssh_keys if not self._known_key(key)]
+        if unknown:
+            # ids or fingerprints of keys on the account only: raw public keys and names fail too
+            listed = ", ".join(str(k)[:60] for k in unknown)
+            raise unprocessable(f"{listed} are invalid key identifiers for Droplet creation.")
         tags = body.get("tags") or []
         if not isinstance(tags, list) or not all(
             isinstance(t, str) and _TAG_RE.match(t) for t in tags
@@ -312,12 +493,14 @@ class Store:
                 "from the control panel."
             )
         if region not in size_info["regions"]:
-            raise unprocessable(f"Size {size} is not available in region {region}.")
+            raise unprocessable(SIZE_UNAVAILABLE, available_regions=self.regions_with_stock(size))
         if size in self.faults.no_capacity_sizes:
             raise unprocessable(
                 f"There is currently no capacity for {size} in {region}. Please try another "
                 "region or try again later."
             )
+        if not self.in_stock(size, region):
+            raise unprocessable(SIZE_UNAVAILABLE, available_regions=self.regions_with_stock(size))
         droplet_id = self.next_id
         self.next_id += 1
         boots = self.faults.boots(name)
@@ -325,12 +508,23 @@ class Store:
         vanish_at = None
         if active_at is not None and self.faults.vanish_after_s is not None:
             vanish_at = active_at + self.faults.vanish_after_s
+        action_id = self.new_action_id()
+        # A droplet that never boots: its create event errors when the boot would have ended.
+        self.actions[action_id] = {
+            "id": action_id,
+            "type": "create",
+            "droplet_id": droplet_id,
+            "region": region,
+            "started_at": now,
+            "ends_at": now + boot_delay_s,
+            "outcome": "completed" if boots else "errored",
+        }
         droplet = EmuDroplet(
             id=droplet_id,
             name=name,
             size_slug=size,
             region=region,
-            image=image,
+            image=image["slug"],
             tags=list(dict.fromkeys(tags)),
             user_data=user_data,
             ssh_keys=list(ssh_keys),
@@ -341,8 +535,10 @@ class Store:
             public_ip=self._allocate_ip(),
             private_ip=str(ipaddress.ip_address("10.0.0.0") + (droplet_id & 0xFFFFFF)),
             vanish_at=vanish_at,
+            create_action_id=action_id,
         )
         self.droplets[droplet_id] = droplet
+        self._take_stock(size, region)
         self.dirty = True
         return droplet
 
@@ -355,11 +551,22 @@ class Store:
     def delete(self, droplet_id: int, *, now: float | None = None) -> EmuDroplet:
         now = time.time() if now is None else now
         droplet = self.get(droplet_id)
+        if self.pending_create(droplet, now):
+            raise unprocessable(PENDING_EVENT)
         if droplet.gone_at is None:
             droplet.gone_at = now + self.faults.slow_delete_s
             droplet.status = "off"
             self.dirty = True
         return droplet
+
+    def finish_create(self, droplet: EmuDroplet, now: float) -> None:
+        """The admin `activate`: the boot, and so the create event, ends now."""
+        droplet.active_at = now
+        droplet.ip_at = min(droplet.ip_at, now)
+        action = self.actions.get(droplet.create_action_id or 0)
+        if action is not None and self.action_status(action, now) == "in-progress":
+            action["ends_at"], action["outcome"] = now, "completed"
+        self.dirty = True
 
     def listing(
         self, *, kind: str | None, tag_name: str | None, name: str | None
@@ -380,6 +587,7 @@ class Store:
     def vanish(self, droplet_id: int) -> EmuDroplet:
         droplet = self.get(droplet_id)
         del self.droplets[droplet_id]
+        self._return_stock(droplet)
         self.dirty = True
         return droplet
 
@@ -405,6 +613,7 @@ class Store:
                 self.dirty = True
         for droplet in removed:
             del self.droplets[droplet.id]
+            self._return_stock(droplet)
             self.dirty = True
         return activated, removed
 
@@ -465,6 +674,9 @@ class Store:
             "vcpus": size["vcpus"],
             "disk": size["disk"],
             "disk_info": size["disk_info"],
+            # Always false, also while the create event is pending: DigitalOcean keeps `locked`
+            # for administrative locks and says so (digitalocean/droplet_kit#218, 2020); a
+            # client learns of a pending event from the action or from a DELETE's 422.
             "locked": False,
             "status": droplet.status,
             "kernel": None,

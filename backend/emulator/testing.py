@@ -33,6 +33,8 @@ _FLAGS = {
     "ip_delay_s": "--ip-delay",
     "rate_limit": "--rate-limit",
     "rate_window_s": "--rate-window",
+    "rate_limit_hourly": "--rate-limit-hourly",
+    "rate_window_hourly_s": "--rate-window-hourly",
     "max_per_page": "--max-per-page",
     "agent_cmd": "--agent-cmd",
     "ip_mode": "--ip-mode",
@@ -88,6 +90,17 @@ class EmulatorHandle:
         queue = self.state()["faults"]["next"]
         queue.append({"method": method, "path": path, "status": status, **rule})
         return self.set_faults(next=queue)
+
+    def set_stock(self, size: str, region: str, free: int | None) -> dict[str, Any]:
+        """Machines of `size` still free in `region` (0: out of stock; None: unlimited)."""
+        return self.set_faults(stock={size: {region: free}})
+
+    def add_ssh_key(self, public_key: str, name: str = "test key") -> dict[str, Any]:
+        """Register a key on the emulated account (as `POST /v2/account/keys` would, but without
+        spending the rate limit); returns it with its `id` and `fingerprint`."""
+        return self._call("POST", "/_emulator/ssh_keys", {"name": name, "public_key": public_key})[
+            "ssh_key"
+        ]
 
     def configure(self, **settings: Any) -> dict[str, Any]:
         """Change runtime settings (boot_delay_s, rate_limit, max_per_page, agent_cmd, …)."""
@@ -190,12 +203,15 @@ def start_emulator(
     port: int | None = None,
     env: dict[str, str] | None = None,
     tokens: list[str] | tuple[str, ...] = (),
+    stock: dict[str, dict[str, int]] | None = None,
     **settings: Any,
 ) -> EmulatorHandle:
     """Start `python -m emulator` on a free 127.0.0.1 port with state under `tmp_path`.
 
-    `settings` are `EmulatorSettings` fields (boot_delay_s=0.2, rate_limit=…, agent_cmd=…). The
-    defaults here are test-fast: 0.2 s boot, IPs at once, 50 ms ticks.
+    `settings` are `EmulatorSettings` fields (boot_delay_s=0.2, rate_limit=…, agent_cmd=…);
+    `stock` is the start-up stock {size: {region: free}}. The defaults here are test-fast and
+    passed explicitly: a 0.2 s boot (the emulator's own default is realistic minutes, and it logs
+    that it runs shortened), IPs at once, 50 ms ticks.
     """
     unknown = set(settings) - set(_FLAGS)
     if unknown:
@@ -219,6 +235,9 @@ def start_emulator(
             argv += [_FLAGS[key], str(value)]
     for token in tokens:
         argv += ["--token", token]
+    for size, regions in (stock or {}).items():
+        for region, free in regions.items():
+            argv += ["--stock", f"{size}@{region}={free}"]
     child_env = {**os.environ, **(env or {})}
     child_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(BACKEND_DIR), child_env.get("PYTHONPATH", "")) if p

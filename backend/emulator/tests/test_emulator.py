@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -57,16 +58,49 @@ def test_requests_without_a_bearer_token_get_digitaloceans_401(emulator):
     assert body["id"] == "unauthorized" and body["message"] and body["request_id"]
 
 
-def test_every_answer_carries_rate_limit_headers_and_429_comes_with_retry_after(emulator, api):
+def test_headers_describe_the_hourly_quota_and_the_burst_limit_429s_with_retry_after(emulator, api):
     emulator.configure(rate_limit=3, rate_window_s=60)
+    started = time.time()
 
     answers = [api.get("/v2/sizes") for _ in range(4)]
 
     assert [a.status_code for a in answers] == [200, 200, 200, 429]
-    assert [a.headers["ratelimit-remaining"] for a in answers[:3]] == ["2", "1", "0"]
-    assert all(int(a.headers["ratelimit-reset"]) > time.time() for a in answers)
+    # DigitalOcean: limit and remaining are the hourly quota's, reset is when the oldest request
+    # of that hour expires (the contract's header descriptions)
+    assert {a.headers["ratelimit-limit"] for a in answers} == {"5000"}
+    assert [a.headers["ratelimit-remaining"] for a in answers] == ["4999", "4998", "4997", "4997"]
+    assert all(started + 3599 <= int(a.headers["ratelimit-reset"]) for a in answers)
+    assert all(int(a.headers["ratelimit-reset"]) <= time.time() + 3601 for a in answers)
     assert answers[3].json()["id"] == "too_many_requests"
+    # the burst limit's 429 says when a slot frees (DigitalOcean's 2023 release note)
     assert 1 <= int(answers[3].headers["retry-after"]) <= 60
+    assert "retry-after" not in answers[0].headers
+
+
+def test_an_exhausted_hourly_quota_429s_with_only_the_ratelimit_headers(emulator, api):
+    emulator.configure(rate_limit_hourly=2)
+
+    answers = [api.get("/v2/sizes") for _ in range(3)]
+
+    assert [a.status_code for a in answers] == [200, 200, 429]
+    refused = answers[2]
+    assert refused.json()["id"] == "too_many_requests"
+    assert "retry-after" not in refused.headers
+    assert refused.headers["ratelimit-remaining"] == "0"
+    assert 3590 < int(refused.headers["ratelimit-reset"]) - time.time() <= 3601
+
+
+def test_both_windows_count_every_request(emulator, api):
+    emulator.configure(rate_limit=3, rate_window_s=1.0, rate_limit_hourly=5)
+
+    first = [api.get("/v2/sizes").status_code for _ in range(4)]
+    time.sleep(1.1)  # the burst window has slid on; the hourly one has not
+    second = [api.get("/v2/sizes") for _ in range(3)]
+
+    assert first == [200, 200, 200, 429]  # the burst limit
+    assert [a.status_code for a in second] == [200, 200, 429]  # the hourly quota: 5 in all
+    assert "retry-after" not in second[2].headers
+    assert emulator.state()["counters"]["rate_limited"] == 2
 
 
 def test_the_rate_limit_is_per_token(emulator, api):
@@ -164,9 +198,15 @@ def test_sizes_list_has_the_gpu_sizes_with_prices(api):
         ({"size": "gpu-nope"}, "invalid size"),
         ({"image": "no-such-image"}, "invalid image"),
         ({"name": "bad name!"}, "Name"),
-        ({"ssh_keys": ["ssh-ed25519 AAAAC3Nza alice"]}, "raw public keys"),
+        ({"ssh_keys": ["ssh-ed25519 AAAAC3Nza alice"]}, "invalid key identifiers"),
+        ({"ssh_keys": [289794]}, "289794 are invalid key identifiers for Droplet creation"),
+        (
+            {"ssh_keys": ["3b:16:e4:bf:8b:00:8b:b8:59:8c:a9:d3:f0:19:fa:45"]},
+            "invalid key identifiers",
+        ),
+        ({"size": "gpu-h100x1-80gb", "region": "ams3"}, "invalid image"),  # AMD image, ams3
         ({"user_data": "x" * (64 * 1024 + 1)}, "64 KiB"),
-        ({"size": "gpu-mi350x1-288gb", "region": "tor1"}, "not available in region"),
+        ({"size": "gpu-mi350x1-288gb", "region": "tor1"}, "Size is not available in this region"),
     ],
 )
 def test_invalid_creates_are_refused_with_422_and_a_message(api, overrides, fragment):
@@ -238,6 +278,7 @@ def test_vanishing_droplets_disappear_after_turning_active(emulator, api):
 def test_slow_delete_keeps_the_droplet_visible_as_off_for_a_while(emulator, api):
     emulator.set_faults(slow_delete_s=0.5)
     droplet = create(api)
+    emulator.activate(droplet["id"])
 
     assert api.delete(f"/v2/droplets/{droplet['id']}").status_code == 204
     lingering = api.get(f"/v2/droplets/{droplet['id']}")
@@ -247,8 +288,9 @@ def test_slow_delete_keeps_the_droplet_visible_as_off_for_a_while(emulator, api)
     wait_until(lambda: api.get(f"/v2/droplets/{droplet['id']}").status_code == 404)
 
 
-def test_delete_then_get_is_404_with_digitaloceans_error_body(api):
+def test_delete_then_get_is_404_with_digitaloceans_error_body(emulator, api):
     droplet = create(api)
+    emulator.activate(droplet["id"])
     assert api.delete(f"/v2/droplets/{droplet['id']}").status_code == 204
 
     response = api.get(f"/v2/droplets/{droplet['id']}")
@@ -295,6 +337,223 @@ def test_state_survives_a_restart_and_boots_continue(tmp_path):
             second = client.post("/v2/droplets", json={**BODY, "name": "labgpu-node-2"})
             assert second.json()["droplet"]["id"] > first["id"]  # ids never reused
             assert handle.state()["faults"]["no_capacity_sizes"] == ["gpu-h200x1-141gb"]
+    finally:
+        handle.close()
+
+
+# -- the create event ----------------------------------------------------------------------------
+
+
+def test_a_new_droplet_has_a_pending_create_event_during_which_delete_answers_422(emulator, api):
+    emulator.configure(boot_delay_s=60)
+    response = api.post("/v2/droplets", json=BODY)
+    droplet = response.json()["droplet"]
+    [link] = response.json()["links"]["actions"]
+
+    action = api.get(link["href"]).json()["action"]
+    refused = api.delete(f"/v2/droplets/{droplet['id']}")
+    listed = api.get(f"/v2/droplets/{droplet['id']}/actions").json()["actions"]
+
+    assert link["rel"] == "create" and link["href"].endswith(f"/v2/actions/{link['id']}")
+    assert (action["id"], action["type"], action["status"]) == (link["id"], "create", "in-progress")
+    assert action["resource_id"] == droplet["id"] and action["resource_type"] == "droplet"
+    assert action["completed_at"] is None and action["region_slug"] == "tor1"
+    assert refused.status_code == 422
+    assert refused.json()["id"] == "unprocessable_entity"
+    assert refused.json()["message"] == "Droplet already has a pending event."
+    assert [a["id"] for a in listed] == [link["id"]]
+    assert [d["id"] for d in emulator.droplets()] == [droplet["id"]]  # nothing was deleted
+    # `locked` stays false: DigitalOcean reserves it for administrative locks
+    assert droplet["status"] == "new" and droplet["locked"] is False
+
+
+def test_the_create_event_completes_when_the_droplet_boots_and_delete_then_works(emulator, api):
+    emulator.configure(boot_delay_s=0.3)
+    response = api.post("/v2/droplets", json=BODY)
+    droplet_id = response.json()["droplet"]["id"]
+    href = response.json()["links"]["actions"][0]["href"]
+
+    action = wait_until(
+        lambda: (a := api.get(href).json()["action"])["status"] == "completed" and a
+    )
+
+    assert api.get(f"/v2/droplets/{droplet_id}").json()["droplet"]["status"] == "active"
+    assert action["completed_at"] is not None
+    assert api.delete(f"/v2/droplets/{droplet_id}").status_code == 204
+    # the action outlives its droplet, as DigitalOcean's do
+    assert api.get(href).json()["action"]["status"] == "completed"
+
+
+def test_a_droplet_that_never_boots_ends_with_an_errored_create_event(emulator, api):
+    emulator.configure(boot_delay_s=0.2)
+    emulator.set_faults(never_boot=True)
+    response = api.post("/v2/droplets", json=BODY)
+    droplet_id = response.json()["droplet"]["id"]
+    href = response.json()["links"]["actions"][0]["href"]
+
+    wait_until(lambda: api.get(href).json()["action"]["status"] == "errored")
+
+    assert api.get(f"/v2/droplets/{droplet_id}").json()["droplet"]["status"] == "new"
+    assert api.delete(f"/v2/droplets/{droplet_id}").status_code == 204
+
+
+def test_unknown_actions_are_404(api):
+    assert api.get("/v2/actions/123").status_code == 404
+    assert api.get("/v2/droplets/123/actions").status_code == 404
+
+
+def test_the_default_boot_takes_minutes_and_a_shortened_one_is_logged(tmp_path):
+    realistic = start_emulator(tmp_path / "realistic", boot_delay_s=None, agent_cmd="")
+    try:
+        with httpx.Client(base_url=realistic.url, headers=AUTH) as client:
+            droplet = client.post("/v2/droplets", json=BODY).json()["droplet"]
+        [seen] = realistic.droplets()
+        assert droplet["status"] == "new"
+        assert seen["active_at"] - seen["created_at"] >= 120  # minutes, not seconds
+        assert "SHORTENED" not in realistic.log_tail()
+    finally:
+        realistic.close()
+    shortened = start_emulator(tmp_path / "short", boot_delay_s=0.5, agent_cmd="")
+    try:
+        assert "SHORTENED boot time" in shortened.log_tail()
+    finally:
+        shortened.close()
+
+
+def test_make_run_and_the_emulator_target_shorten_the_boot_explicitly():
+    repo = Path(__file__).resolve().parents[3]
+    procfile = (repo / "backend" / "Procfile").read_text()
+    [emulator_line] = [line for line in procfile.splitlines() if line.startswith("emulator:")]
+    makefile = (repo / "Makefile").read_text()
+    emulator_target = makefile[makefile.index("\nemulator:") :].split("\n\n")[0]
+
+    assert "--boot-delay" in emulator_line
+    assert "--boot-delay" in emulator_target
+
+
+# -- the account: SSH keys and images --------------------------------------------------------------
+
+
+@pytest.fixture
+def public_key(tmp_path) -> tuple[str, str]:
+    """A fresh ed25519 key and its MD5 fingerprint as ssh-keygen (not the emulator) computes it."""
+    path = tmp_path / "id_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "alice@lab", "-f", str(path)],
+        check=True,
+    )
+    listing = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "md5", "-f", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    fingerprint = listing.split()[1].removeprefix("MD5:")
+    return (tmp_path / "id_ed25519.pub").read_text().strip(), fingerprint
+
+
+def test_ssh_keys_are_accepted_only_once_registered_on_the_account(emulator, api, public_key):
+    key_text, fingerprint = public_key
+    before = api.post("/v2/droplets", json={**BODY, "ssh_keys": [fingerprint]})
+
+    registered = api.post("/v2/account/keys", json={"name": "alice", "public_key": key_text})
+    key = registered.json()["ssh_key"]
+    by_id = api.post(
+        "/v2/droplets", json={**BODY, "name": "labgpu-node-2", "ssh_keys": [key["id"]]}
+    )
+    by_fingerprint = api.post(
+        "/v2/droplets", json={**BODY, "name": "labgpu-node-3", "ssh_keys": [fingerprint]}
+    )
+    raw = api.post("/v2/droplets", json={**BODY, "name": "labgpu-node-4", "ssh_keys": [key_text]})
+    again = api.post("/v2/account/keys", json={"name": "alice again", "public_key": key_text})
+
+    assert before.status_code == 422 and "invalid key identifiers" in before.json()["message"]
+    assert registered.status_code == 201 and key["fingerprint"] == fingerprint
+    assert by_id.status_code == 202 and by_fingerprint.status_code == 202
+    assert raw.status_code == 422  # the API takes ids or fingerprints, never the key itself
+    assert again.status_code == 422
+    listed = api.get("/v2/account/keys").json()["ssh_keys"]
+    assert [k["id"] for k in listed] == [key["id"]]
+    assert {d["name"] for d in emulator.droplets()} == {"labgpu-node-2", "labgpu-node-3"}
+
+
+def test_images_are_only_available_in_their_regions(api):
+    amd_in_ams3 = api.post(
+        "/v2/droplets",
+        json={**BODY, "size": "gpu-h100x1-80gb", "region": "ams3", "image": "gpu-amd-base"},
+    )
+    nvidia_in_ams3 = api.post(
+        "/v2/droplets",
+        json={**BODY, "size": "gpu-h100x1-80gb", "region": "ams3", "image": "gpu-h100x1-base"},
+    )
+
+    assert amd_in_ams3.status_code == 422
+    assert amd_in_ams3.json()["message"] == "You specified an invalid image for Droplet creation."
+    assert nvidia_in_ams3.status_code == 202
+
+
+# -- stock per region x size -----------------------------------------------------------------------
+
+MI300X = "gpu-mi300x1-192gb"
+
+
+def size_entry(api, slug: str) -> dict:
+    return {s["slug"]: s for s in api.get("/v2/sizes", params={"per_page": 200}).json()["sizes"]}[
+        slug
+    ]
+
+
+def test_a_region_runs_out_of_stock_and_comes_back(emulator, api):
+    emulator.set_stock(MI300X, "tor1", 1)
+    first = create(api)
+
+    refused = api.post("/v2/droplets", json={**BODY, "name": "labgpu-node-2"})
+    listed = size_entry(api, MI300X)
+    tor1 = next(r for r in api.get("/v2/regions").json()["regions"] if r["slug"] == "tor1")
+
+    assert refused.status_code == 422
+    assert refused.json()["id"] == "unprocessable_entity"
+    assert refused.json()["message"] == "Size is not available in this region."
+    assert refused.json()["error_attributes"]["available_regions"] == ["atl1", "nyc2"]
+    assert listed["regions"] == ["atl1", "nyc2"] and listed["available"] is True
+    assert MI300X not in tor1["sizes"]
+
+    emulator.activate(first["id"])
+    assert api.delete(f"/v2/droplets/{first['id']}").status_code == 204  # the machine is freed
+    assert "tor1" in size_entry(api, MI300X)["regions"]
+    assert api.post("/v2/droplets", json={**BODY, "name": "labgpu-node-3"}).status_code == 202
+
+
+def test_a_size_out_of_stock_everywhere_is_shown_unavailable_until_restocked(emulator, api):
+    for region in ("atl1", "tor1", "nyc2"):
+        emulator.set_stock(MI300X, region, 0)
+
+    empty = size_entry(api, MI300X)
+    refused = api.post("/v2/droplets", json=BODY)
+    emulator.set_stock(MI300X, "tor1", None)  # lift the limit: unlimited again
+
+    assert (empty["regions"], empty["available"]) == ([], False)
+    assert refused.status_code == 422
+    assert refused.json()["error_attributes"]["available_regions"] == []
+    assert size_entry(api, MI300X)["regions"] == ["tor1"]
+    assert api.post("/v2/droplets", json=BODY).status_code == 202
+
+
+def test_invalid_stock_changes_are_refused(emulator):
+    for bad in ({"gpu-nope": {"tor1": 1}}, {MI300X: {"mars1": 1}}, {MI300X: {"tor1": -1}}):
+        response = httpx.post(f"{emulator.url}/_emulator/faults", json={"stock": bad})
+        assert response.status_code == 400, bad
+
+
+def test_stock_set_on_the_command_line_survives_a_reset(tmp_path):
+    handle = start_emulator(tmp_path / "emu", agent_cmd="", stock={MI300X: {"tor1": 0}})
+    try:
+        with httpx.Client(base_url=handle.url, headers=AUTH) as client:
+            assert client.post("/v2/droplets", json=BODY).status_code == 422
+            handle.set_stock(MI300X, "tor1", 1)
+            assert client.post("/v2/droplets", json=BODY).status_code == 202
+            handle.reset()
+            assert client.post("/v2/droplets", json=BODY).status_code == 422
     finally:
         handle.close()
 
