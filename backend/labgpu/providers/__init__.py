@@ -25,10 +25,15 @@ from .credentials import base_url_problem, explicitly_allowed, token_env_var_pro
 from .errors import (
     ProviderAmbiguousCreate,
     ProviderError,
+    ProviderNoCapacity,
     ProviderNotFound,
+    ProviderPendingEvent,
     ProviderPermanentError,
+    ProviderRateLimited,
     ProviderTransientError,
+    retry_countdown,
 )
+from .ratelimit import BudgetExhausted
 
 KINDS = ("digitalocean", "emulator")
 
@@ -104,13 +109,17 @@ def driver_from_settings(
 __all__ = [
     "KINDS",
     "NODE_TAG_PREFIX",
+    "BudgetExhausted",
     "Droplet",
     "DropletSpec",
     "ProviderAmbiguousCreate",
     "ProviderDriver",
     "ProviderError",
+    "ProviderNoCapacity",
     "ProviderNotFound",
+    "ProviderPendingEvent",
     "ProviderPermanentError",
+    "ProviderRateLimited",
     "ProviderTransientError",
     "RateLimitSnapshot",
     "Size",
@@ -119,4 +128,5 @@ __all__ = [
     "driver_from_settings",
     "node_id_from_tags",
     "node_tag",
+    "retry_countdown",
 ]

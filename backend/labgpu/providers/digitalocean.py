@@ -8,17 +8,23 @@ second, billed droplet. Here every retry decision is explicit:
 | 429                                       | wait, retry        | wait, retry (nothing made)    |
 | connect error, connect or pool timeout    | backoff, retry     | backoff, retry (never sent)   |
 | 5xx, read/write timeout, dropped response | backoff, retry     | ProviderAmbiguousCreate       |
+| 422 "pending event" (DELETE)              | backoff, retry     | -                             |
+| 422 size not available / no capacity     | -                  | ProviderNoCapacity            |
 | 401, 403, 422, other 4xx                  | ProviderPermanentError                             |
 | 404                                       | ProviderNotFound (destroy: success)                |
 
-Waits honour `retry-after`, else `ratelimit-reset`, else exponential backoff with jitter.
-`ProviderAmbiguousCreate` tells the caller to look the droplet up by its tag and adopt it (I-4).
-Retries are bounded (`max_attempts`, `max_retry_wait_s`); beyond that a `ProviderTransientError`
-goes up to the Celery task, which has its own bounded retries.
+A 429 waits `retry-after` (DigitalOcean sends it for its per-minute burst limit), else, when the
+hourly quota is spent (`ratelimit-remaining: 0`), until `ratelimit-reset`; a 429 with quota left
+and no `retry-after` is the burst limit, which clears within the minute. No hint: exponential
+backoff with jitter. `ProviderAmbiguousCreate` tells the caller to look the droplet up by its tag
+and adopt it (I-4). Retries are bounded (`max_attempts`, `max_retry_wait_s`); beyond that the
+last error goes up (`ProviderRateLimited`, `ProviderPendingEvent`, `ProviderTransientError`, each
+with `retry_after`) to the Celery task, which waits `errors.retry_countdown(error, backoff)`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import logging
 import random
@@ -35,8 +41,11 @@ from .base import NODE_TAG_PREFIX, Droplet, DropletSpec, RateLimitSnapshot, Size
 from .errors import (
     ProviderAmbiguousCreate,
     ProviderError,
+    ProviderNoCapacity,
     ProviderNotFound,
+    ProviderPendingEvent,
     ProviderPermanentError,
+    ProviderRateLimited,
     ProviderTransientError,
 )
 from .ratelimit import LocalRequestBudget, RedisRequestBudget, RequestBudget, token_fingerprint
@@ -52,6 +61,12 @@ _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 # Failures where the request provably never reached the server: safe to resend even a create.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+#: A create refused for capacity: DigitalOcean's "Size is not available in this region.",
+#: "Region is not available", "…temporarily unavailable because of … capacity".
+_NO_CAPACITY_MARKERS = ("not available in this region", "region is not available", "capacity")
+#: DigitalOcean's burst limit is per minute: a 429 without `retry-after` clears within this.
+_BURST_WINDOW_S = 60.0
 
 
 class DigitalOceanDriver:
@@ -175,7 +190,22 @@ class DigitalOceanDriver:
             body["user_data"] = spec.user_data
         if spec.vpc_uuid:
             body["vpc_uuid"] = spec.vpc_uuid
-        data = self._request("POST", "/v2/droplets", json=body, create_tag=spec.tag)
+        try:
+            data = self._request("POST", "/v2/droplets", json=body, create_tag=spec.tag)
+        except ProviderPermanentError as exc:
+            if exc.status == 422 and _is_no_capacity(exc.message):
+                available = exc.attributes.get("available_regions")
+                raise ProviderNoCapacity(
+                    exc.message,
+                    region=spec.region,
+                    size=spec.size,
+                    available_regions=tuple(available) if isinstance(available, list) else (),
+                    status=exc.status,
+                    id=exc.id,
+                    request_id=exc.request_id,
+                    attributes=exc.attributes,
+                ) from exc
+            raise
         droplet = _droplet_from(data["droplet"])
         logger.info("created droplet %s (%s) for %s", droplet.id, droplet.size_slug, spec.tag)
         return droplet
@@ -287,8 +317,11 @@ class DigitalOceanDriver:
                 if response.status_code == 404:
                     raise ProviderNotFound(**error)
                 if response.status_code == 429:
-                    delay = self._retry_after(response) or self._backoff(attempt)
-                    last = ProviderTransientError(retry_after=delay, **error)
+                    hint, reset_at, remaining = _rate_limit_wait(response)
+                    delay = hint if hint is not None else self._backoff(attempt)
+                    last = ProviderRateLimited(
+                        retry_after=delay, reset_at=reset_at, remaining=remaining, **error
+                    )
                 elif response.status_code >= 500:
                     if create_tag is not None:
                         raise ProviderAmbiguousCreate(
@@ -302,9 +335,9 @@ class DigitalOceanDriver:
                     delay = self._backoff(attempt)
                     last = ProviderTransientError(retry_after=delay, **error)
                 elif _is_pending_event(response, error):
-                    # 422 "Droplet already has a pending event": a destroy right after create.
+                    # 422 "Droplet already has a pending event": a destroy while it is created.
                     delay = self._backoff(attempt)
-                    last = ProviderTransientError(retry_after=delay, **error)
+                    last = ProviderPendingEvent(retry_after=delay, **error)
                 else:
                     raise ProviderPermanentError(**error)
             if attempt == self.max_attempts or delay > self.max_retry_wait_s:
@@ -328,27 +361,6 @@ class DigitalOceanDriver:
         return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not crypto
 
     @staticmethod
-    def _retry_after(response: httpx.Response) -> float | None:
-        """Seconds to wait from `retry-after` (seconds or HTTP date), else `ratelimit-reset`."""
-        value = response.headers.get("retry-after")
-        if value:
-            try:
-                return max(0.0, float(value))
-            except ValueError:
-                try:
-                    when = email.utils.parsedate_to_datetime(value)
-                    return max(0.0, when.timestamp() - time.time())
-                except (TypeError, ValueError):
-                    pass
-        reset = response.headers.get("ratelimit-reset")
-        if reset:
-            try:
-                return max(0.0, float(reset) - time.time())
-            except ValueError:
-                return None
-        return None
-
-    @staticmethod
     def _error_from(response: httpx.Response) -> dict[str, Any]:
         try:
             body = response.json()
@@ -357,12 +369,49 @@ class DigitalOceanDriver:
         if not isinstance(body, dict):
             body = {}
         message = body.get("message") or response.reason_phrase or f"HTTP {response.status_code}"
+        attributes = body.get("error_attributes")
         return {
             "message": str(message),
             "status": response.status_code,
             "id": body.get("id"),
             "request_id": body.get("request_id") or response.headers.get("x-request-id"),
+            "attributes": attributes if isinstance(attributes, dict) else None,
         }
+
+
+def _rate_limit_wait(response: httpx.Response) -> tuple[float | None, float | None, int | None]:
+    """(seconds to wait or None, `ratelimit-reset` as Unix time, `ratelimit-remaining`) of a 429.
+
+    `retry-after` (seconds or an HTTP date) when given; else, with the hourly quota spent or its
+    state unknown, until `ratelimit-reset`; else (quota left: the per-minute burst limit) until
+    that reset but no longer than the burst window.
+    """
+    reset_at = remaining = None
+    with contextlib.suppress(KeyError, ValueError):
+        reset_at = float(response.headers["ratelimit-reset"])
+    with contextlib.suppress(KeyError, ValueError):
+        remaining = int(float(response.headers["ratelimit-remaining"]))
+    value = response.headers.get("retry-after")
+    if value:
+        try:
+            return max(0.0, float(value)), reset_at, remaining
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+                return max(0.0, when.timestamp() - time.time()), reset_at, remaining
+            except (TypeError, ValueError):
+                pass
+    if reset_at is None:
+        return None, reset_at, remaining
+    until_reset = max(0.0, reset_at - time.time())
+    if remaining is not None and remaining > 0:
+        return min(until_reset, _BURST_WINDOW_S), reset_at, remaining
+    return until_reset, reset_at, remaining
+
+
+def _is_no_capacity(message: str) -> bool:
+    text = message.lower()
+    return any(marker in text for marker in _NO_CAPACITY_MARKERS)
 
 
 def _is_pending_event(response: httpx.Response, error: Mapping[str, Any]) -> bool:

@@ -5,9 +5,21 @@ driver itself, a bounded number of times, then by the Celery task); a *permanent
 node at once with the provider's own words, because retrying a 422 "no capacity" or a 401 only
 burns the rate budget. `ProviderNotFound` is its own branch: for `get` it means the droplet is
 gone (a vanished node), and `destroy` swallows it because "already gone" is what destroy wants.
+
+    ProviderError
+    ├── ProviderTransientError        retry (countdown: `retry_countdown(error, default)`)
+    │   ├── ProviderRateLimited       429 / spent budget; `retry_after` from the provider
+    │   │   └── ratelimit.BudgetExhausted
+    │   ├── ProviderPendingEvent      DELETE while the create event runs (422 "pending event")
+    │   └── ProviderAmbiguousCreate   create outcome unknown: adopt by `tag` before creating
+    ├── ProviderPermanentError        do not retry: 401/403/422
+    │   └── ProviderNoCapacity        size unavailable in `region` (try another region)
+    └── ProviderNotFound              404
 """
 
 from __future__ import annotations
+
+import math
 
 
 class ProviderError(Exception):
@@ -20,12 +32,15 @@ class ProviderError(Exception):
         status: int | None = None,
         id: str | None = None,
         request_id: str | None = None,
+        attributes: dict[str, object] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.id = id
         self.request_id = request_id
+        #: the body's `error_attributes`, when the provider sent any
+        self.attributes = attributes or {}
 
     def __str__(self) -> str:
         parts = [self.message]
@@ -50,6 +65,34 @@ class ProviderTransientError(ProviderError):
         self.retry_after = retry_after
 
 
+class ProviderRateLimited(ProviderTransientError):
+    """The provider's rate limit (HTTP 429) or our shared request budget says: not now.
+
+    `retry_after` is the seconds until a request may go again: DigitalOcean's `retry-after` where
+    it sends one (its per-minute burst limit), else `ratelimit-reset` minus now when the hourly
+    quota is spent (`ratelimit-remaining: 0`). `reset_at` is `ratelimit-reset` (Unix time) as
+    seen, `remaining` the `ratelimit-remaining` of the answer.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        reset_at: float | None = None,
+        remaining: int | None = None,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(message, retry_after=retry_after, **kwargs)
+        self.reset_at = reset_at
+        self.remaining = remaining
+
+
+class ProviderPendingEvent(ProviderTransientError):
+    """HTTP 422 "Droplet already has a pending event" on DELETE: the droplet is still being
+    created (DigitalOcean refuses a destroy until its create event ends). Retry the teardown."""
+
+
 class ProviderAmbiguousCreate(ProviderTransientError):
     """`POST /v2/droplets` failed in a way that does not tell whether the droplet was created.
 
@@ -66,5 +109,39 @@ class ProviderPermanentError(ProviderError):
     """Retrying will not help: 401/403 (credentials), 422 (no capacity, size not enabled, …)."""
 
 
+class ProviderNoCapacity(ProviderPermanentError):
+    """The size cannot be created in this region now (HTTP 422 "Size is not available in this
+    region." or a "no capacity" answer). Permanent for this region and size; another region of
+    the size may still work: `available_regions` lists those DigitalOcean named, if it did."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        region: str,
+        size: str,
+        available_regions: tuple[str, ...] = (),
+        **kwargs: object,
+    ) -> None:
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+        self.region = region
+        self.size = size
+        self.available_regions = available_regions
+
+
 class ProviderNotFound(ProviderError):
     """The droplet (or other resource) does not exist (HTTP 404)."""
+
+
+def retry_countdown(error: BaseException, default: float, *, maximum: float | None = None) -> int:
+    """Seconds a Celery task should wait before retrying after `error`.
+
+    The provider's own hint (`retry_after` of a rate limit, a spent budget or any transient error
+    that carries one) when there is one, else `default` (the task's backoff); never below 1 s,
+    and capped at `maximum` when given. For `self.retry(countdown=retry_countdown(exc, backoff))`.
+    """
+    hint = getattr(error, "retry_after", None) if isinstance(error, ProviderError) else None
+    seconds = float(hint) if hint is not None and math.isfinite(hint) else float(default)
+    if maximum is not None:
+        seconds = min(seconds, maximum)
+    return max(1, math.ceil(seconds))

@@ -21,8 +21,8 @@ from decimal import Decimal
 from .base import NODE_TAG_PREFIX, Droplet, DropletSpec, Size
 from .errors import (
     ProviderAmbiguousCreate,
+    ProviderNoCapacity,
     ProviderNotFound,
-    ProviderPermanentError,
     ProviderTransientError,
 )
 
@@ -81,8 +81,10 @@ class FakeDriver:
         with self._lock:
             self._enter("create", spec.tag)
             if spec.size in self.no_capacity:
-                raise ProviderPermanentError(
-                    f"There is currently no capacity for {spec.size} in {spec.region}.",
+                raise ProviderNoCapacity(
+                    "Size is not available in this region.",
+                    region=spec.region,
+                    size=spec.size,
                     status=422,
                     id="unprocessable_entity",
                 )

@@ -6,9 +6,10 @@ not the plan. The budget is a sliding-window log (a sorted set of request timest
 checked and charged in one Lua script so two workers can never both take the last slot. Time comes
 from Redis (`TIME`) so workers with skewed clocks agree.
 
-The budget also remembers the provider's latest `ratelimit-remaining` / `ratelimit-reset`: when the
-provider says we are out (another client on the same token, or the hourly limit), every worker
-waits for the reset instead of collecting 429s.
+The budget also remembers the provider's latest `ratelimit-remaining` / `ratelimit-reset` (which
+describe DigitalOcean's hourly quota): until that reset, each request granted takes one off the
+remembered `remaining`, and at 0 every worker waits for the reset instead of collecting 429s —
+so another client on the same token, or a quota spent before a restart, is honoured too.
 
 Keys hold a hash of the token, never the token.
 """
@@ -26,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from .base import RateLimitSnapshot
-from .errors import ProviderTransientError
+from .errors import ProviderRateLimited
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +37,9 @@ DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((240, 60.0), (4800, 3600.0))
 DEFAULT_KEY_PREFIX = "labgpu:provider-budget"
 
 
-class BudgetExhausted(ProviderTransientError):
-    """The shared budget stays exhausted for longer than the caller is willing to wait."""
+class BudgetExhausted(ProviderRateLimited):
+    """The shared budget stays exhausted for longer than the caller is willing to wait;
+    `retry_after` is when it frees (a rate limit of our own making, so a `ProviderRateLimited`)."""
 
 
 class RequestBudget(Protocol):
@@ -79,9 +81,13 @@ local wait = 0
 local observed = KEYS[n_windows + 1]
 local remaining = redis.call('HGET', observed, 'remaining')
 local reset = redis.call('HGET', observed, 'reset')
-if remaining and reset and tonumber(remaining) <= 0 then
-  local reset_ms = tonumber(reset) * 1000
-  if reset_ms > now then wait = reset_ms - now end
+local counts_down = false
+if remaining and reset and tonumber(reset) * 1000 > now then
+  if tonumber(remaining) <= 0 then
+    wait = tonumber(reset) * 1000 - now
+  else
+    counts_down = true
+  end
 end
 for i = 1, n_windows do
   local key = KEYS[i]
@@ -104,6 +110,7 @@ for i = 1, n_windows do
   redis.call('ZADD', KEYS[i], now, member)
   redis.call('PEXPIRE', KEYS[i], ARGV[2 * i + 1])
 end
+if counts_down then redis.call('HINCRBY', observed, 'remaining', -1) end
 return {1, 0}
 """
 
@@ -251,8 +258,12 @@ class LocalRequestBudget:
         now = time.time()
         wait = 0.0
         remaining, reset = self._observed.get("remaining"), self._observed.get("reset")
-        if remaining is not None and reset is not None and int(remaining) <= 0:
-            wait = max(wait, float(reset) - now)
+        counts_down = False
+        if remaining is not None and reset is not None and float(reset) > now:
+            if int(remaining) <= 0:
+                wait = float(reset) - now
+            else:
+                counts_down = True
         for log, (limit, seconds) in zip(self._log, self._windows, strict=True):
             while log and log[0] <= now - seconds:
                 log.popleft()
@@ -262,6 +273,8 @@ class LocalRequestBudget:
             return wait
         for log in self._log:
             log.append(now)
+        if counts_down:
+            self._observed["remaining"] = str(int(self._observed["remaining"]) - 1)
         return 0.0
 
     def acquire(self) -> None:

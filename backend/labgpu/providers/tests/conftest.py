@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -72,3 +73,16 @@ def budget_prefix(redis_client: Any) -> Iterator[str]:
     yield prefix
     for key in redis_client.scan_iter(f"{prefix}:*"):
         redis_client.delete(key)
+
+
+@pytest.fixture
+def account_key(emulator: EmulatorHandle, tmp_path: Any) -> dict[str, Any]:  # noqa: F811
+    """A fresh ed25519 key registered on the emulated account ({id, fingerprint, …}): droplet
+    creates accept only keys the account knows, as DigitalOcean's do."""
+    path = tmp_path / "id_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "lab@example.org", "-f", str(path)],
+        check=True,
+    )
+    return emulator.add_ssh_key((tmp_path / "id_ed25519.pub").read_text().strip(), name="lab")
+

@@ -19,6 +19,7 @@ from labgpu.providers import (
     DropletSpec,
     ProviderAmbiguousCreate,
     ProviderNotFound,
+    ProviderPendingEvent,
     ProviderPermanentError,
     create_or_adopt,
 )
@@ -48,7 +49,7 @@ def spec(node_id: int, **overrides: Any) -> DropletSpec:
 
 
 def test_driver_requests_and_emulator_responses_follow_the_digitalocean_contract(
-    openapi, make_driver, emulator
+    openapi, make_driver, emulator, account_key
 ):
     recorder = ExchangeRecorder()
     driver = make_driver(event_hooks=recorder.hooks, sleep=lambda s: time.sleep(min(s, 0.05)))
@@ -57,13 +58,13 @@ def test_driver_requests_and_emulator_responses_follow_the_digitalocean_contract
         bootstrap_token="bootstrap-abcdef123456",
         ssh_authorized_keys=["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests alice@lab"],
     )
-    emulator.configure(max_per_page=3)
+    emulator.configure(max_per_page=3, boot_delay_s=60)
 
     created = driver.create(
         spec(
             1,
             user_data=user_data,
-            ssh_keys=(289794, "3b:16:e4:bf:8b:00:8b:b8:59:8c:a9:d3:f0:19:fa:45"),
+            ssh_keys=(account_key["id"], account_key["fingerprint"]),
             tags=("lab:physics",),
             vpc_uuid="760e09ef-dc84-11e8-981e-3cfdfeaae000",
         )
@@ -85,6 +86,8 @@ def test_driver_requests_and_emulator_responses_follow_the_digitalocean_contract
     with pytest.raises(ProviderAmbiguousCreate):
         driver.create(spec(9))
     assert create_or_adopt(driver, spec(9))[1] is True
+    with pytest.raises(ProviderPendingEvent):  # 422 while the create event runs
+        driver.destroy(driver.find_by_tag("labgpu-node-9")[0].id)
     driver.destroy(created.id)
     with pytest.raises(ProviderNotFound):
         driver.get(created.id)
@@ -119,6 +122,53 @@ def test_emulator_error_answers_follow_the_contract(openapi, emulator):
     assert int(too_many.response_headers["retry-after"]) >= 1
     for header in ("ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"):
         assert header in too_many.response_headers
+
+
+def test_actions_keys_stock_and_quota_answers_follow_the_contract(openapi, emulator, tmp_path):
+    """The answers added to be DigitalOcean-like are checked by DigitalOcean's own spec too."""
+    import subprocess
+
+    key_path = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key_path)], check=True)
+    public_key = (tmp_path / "id_ed25519.pub").read_text().strip()
+    emulator.configure(boot_delay_s=60, rate_limit_hourly=12)
+    emulator.set_stock("gpu-mi300x1-192gb", "tor1", 1)
+    body = {
+        "name": "labgpu-node-1",
+        "region": "tor1",
+        "size": "gpu-mi300x1-192gb",
+        "image": "gpu-amd-base",
+        "tags": ["labgpu-node-1"],
+    }
+    recorder = ExchangeRecorder()
+    with httpx.Client(
+        base_url=emulator.url,
+        headers={"Authorization": "Bearer contract-token"},
+        event_hooks=recorder.hooks,
+    ) as client:
+        key = client.post("/v2/account/keys", json={"name": "lab", "public_key": public_key})
+        assert key.status_code == 201
+        assert client.get("/v2/account/keys").status_code == 200
+        created = client.post(
+            "/v2/droplets", json={**body, "ssh_keys": [key.json()["ssh_key"]["fingerprint"]]}
+        )
+        assert created.status_code == 202
+        droplet_id = created.json()["droplet"]["id"]
+        assert client.get(created.json()["links"]["actions"][0]["href"]).status_code == 200
+        assert client.get(f"/v2/droplets/{droplet_id}/actions").status_code == 200
+        assert client.delete(f"/v2/droplets/{droplet_id}").status_code == 422  # pending event
+        out = client.post("/v2/droplets", json={**body, "name": "labgpu-node-2"})
+        assert out.status_code == 422 and out.json()["error_attributes"]
+        assert client.post("/v2/droplets", json={**body, "ssh_keys": [1]}).status_code == 422
+        assert client.get("/v2/sizes", params={"per_page": 200}).status_code == 200
+        assert client.get("/v2/regions").status_code == 200
+        assert client.get("/v2/actions/1").status_code == 404
+        # the hourly quota (12) is spent here: 429 with ratelimit-* and no retry-after
+        assert client.get("/v2/sizes").status_code == 200
+        quota_spent = client.get("/v2/sizes")
+        assert quota_spent.status_code == 429 and "retry-after" not in quota_spent.headers
+
+    recorder.assert_valid()
 
 
 def test_combining_type_and_tag_name_is_refused_like_digitalocean(openapi, emulator):
@@ -191,6 +241,7 @@ def test_pydo_drives_the_emulator_create_get_list_destroy(openapi, emulator):
         **opts,
     )["droplet"]
     assert created["status"] == "new"
+    emulator.activate(created["id"])  # a destroy waits for the create event (422 before)
     fetched = client.droplets.get(droplet_id=created["id"], **opts)["droplet"]
     assert fetched["name"] == "labgpu-node-501"
     gpus = client.droplets.list(type="gpus", per_page=200, **opts)

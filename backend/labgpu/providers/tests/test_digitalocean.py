@@ -15,11 +15,15 @@ from labgpu.providers import (
     DropletSpec,
     ProviderAmbiguousCreate,
     ProviderDriver,
+    ProviderNoCapacity,
     ProviderNotFound,
+    ProviderPendingEvent,
     ProviderPermanentError,
+    ProviderRateLimited,
     ProviderTransientError,
     create_or_adopt,
     node_tag,
+    retry_countdown,
 )
 from labgpu.providers.cloudinit import render_user_data
 
@@ -58,14 +62,16 @@ def test_the_driver_implements_the_provider_interface(make_driver):
     assert isinstance(make_driver(), ProviderDriver)
 
 
-def test_create_sends_deterministic_name_node_tag_user_data_and_ssh_keys(make_driver, emulator):
+def test_create_sends_deterministic_name_node_tag_user_data_and_ssh_keys(
+    make_driver, emulator, account_key
+):
     driver = make_driver()
     user_data = render_user_data(api_url="http://127.0.0.1:8000", bootstrap_token="boot-token-1")
     droplet = driver.create(
         spec(
             42,
             user_data=user_data,
-            ssh_keys=(289794, "3b:16:e4:bf:8b:00:8b:b8:59:8c:a9:d3:f0:19:fa:45"),
+            ssh_keys=(account_key["id"], account_key["fingerprint"]),
             tags=("lab:physics",),
         )
     )
@@ -77,7 +83,7 @@ def test_create_sends_deterministic_name_node_tag_user_data_and_ssh_keys(make_dr
     assert droplet.gpu_count == 1 and droplet.gpu_model == "amd_mi300x"
     [seen] = emulator.droplets()
     assert seen["name"] == node_tag(42)
-    assert seen["ssh_keys"] == [289794, "3b:16:e4:bf:8b:00:8b:b8:59:8c:a9:d3:f0:19:fa:45"]
+    assert seen["ssh_keys"] == [account_key["id"], account_key["fingerprint"]]
     assert seen["user_data_bytes"] == len(user_data.encode())
 
 
@@ -100,6 +106,7 @@ def test_droplet_turns_active_with_a_public_ipv4_from_networks_v4(make_driver, e
 def test_destroy_removes_the_droplet_and_get_then_raises_not_found(make_driver, emulator):
     driver = make_driver()
     droplet = driver.create(spec(2))
+    emulator.activate(droplet.id)
 
     driver.destroy(droplet.id)
 
@@ -144,7 +151,8 @@ def test_429_storm_is_waited_out_honouring_retry_after(make_driver, emulator):
 
 
 def test_driver_throttles_itself_when_the_headers_say_the_window_is_spent(make_driver, emulator):
-    emulator.configure(rate_limit=3, rate_window_s=1.0)
+    # the headers describe the hourly quota: here 3 requests a second
+    emulator.configure(rate_limit_hourly=3, rate_window_hourly_s=1.0)
     sleeper = SleepRecorder()
     driver = make_driver(sleep=sleeper)
 
@@ -167,13 +175,47 @@ def test_rate_limited_create_is_retried_and_makes_exactly_one_droplet(make_drive
     assert [d["id"] for d in emulator.droplets()] == [droplet.id]
 
 
+def test_a_spent_hourly_quota_429_without_retry_after_is_waited_out_until_the_reset(
+    make_driver, emulator
+):
+    emulator.configure(rate_limit_hourly=2, rate_window_hourly_s=1.5)
+    sleeper = SleepRecorder()
+    driver = make_driver(sleep=sleeper)
+    exhaust_rate_limit(emulator)
+
+    assert driver.sizes()
+
+    assert emulator.state()["counters"]["rate_limited"] == 2  # ours + exactly one of the driver
+    assert sleeper.waits and 0 < sleeper.waits[0] <= 2.6  # ratelimit-reset, whole seconds
+
+
+def test_a_spent_hourly_quota_goes_up_as_rate_limited_with_seconds_until_the_reset(
+    make_driver, emulator
+):
+    emulator.configure(rate_limit_hourly=1, rate_window_hourly_s=40.0)
+    sleeper = SleepRecorder()
+    driver = make_driver(sleep=sleeper, max_retry_wait_s=5)
+    exhaust_rate_limit(emulator)
+
+    with pytest.raises(ProviderRateLimited) as excinfo:
+        driver.sizes()
+
+    error = excinfo.value
+    assert isinstance(error, ProviderTransientError) and error.status == 429
+    assert error.remaining == 0 and error.reset_at is not None
+    assert 30 < error.retry_after <= 41.5  # ratelimit-reset is whole seconds
+    assert abs(error.retry_after - (error.reset_at - time.time())) < 2
+    assert retry_countdown(error, default=5) == pytest.approx(error.retry_after, abs=1.5)
+    assert sleeper.waits == []
+
+
 def test_retry_after_beyond_the_bound_goes_up_as_transient_with_the_hint(make_driver, emulator):
     emulator.configure(rate_limit=1, rate_window_s=30.0)
     sleeper = SleepRecorder()
     driver = make_driver(sleep=sleeper, max_retry_wait_s=5)
     exhaust_rate_limit(emulator)
 
-    with pytest.raises(ProviderTransientError) as excinfo:
+    with pytest.raises(ProviderRateLimited) as excinfo:
         driver.sizes()
 
     assert excinfo.value.status == 429
@@ -264,9 +306,11 @@ def test_no_capacity_422_is_permanent_with_the_providers_message(make_driver, em
     emulator.set_faults(no_capacity_sizes=[MI300X])
     driver = make_driver()
 
-    with pytest.raises(ProviderPermanentError) as excinfo:
+    with pytest.raises(ProviderNoCapacity) as excinfo:
         driver.create(spec(11))
 
+    assert isinstance(excinfo.value, ProviderPermanentError)
+    assert (excinfo.value.region, excinfo.value.size) == ("tor1", MI300X)
     assert excinfo.value.status == 422
     assert excinfo.value.id == "unprocessable_entity"
     assert "no capacity" in excinfo.value.message
@@ -274,11 +318,33 @@ def test_no_capacity_422_is_permanent_with_the_providers_message(make_driver, em
     assert emulator.droplets() == []
 
 
+def test_a_region_out_of_stock_is_no_capacity_with_the_regions_that_still_have_it(
+    make_driver, emulator
+):
+    emulator.set_stock(MI300X, "tor1", 0)
+    driver = make_driver()
+
+    with pytest.raises(ProviderNoCapacity) as excinfo:
+        driver.create(spec(15))
+    emulator.set_stock(MI300X, "tor1", 1)  # back in stock
+    droplet = driver.create(spec(15))
+
+    error = excinfo.value
+    assert (error.region, error.size, error.status) == ("tor1", MI300X, 422)
+    assert error.message == "Size is not available in this region."
+    assert error.available_regions == ("atl1", "nyc2")
+    assert [d["id"] for d in emulator.droplets()] == [droplet.id]
+    assert route_count(emulator, "droplets_create") == 2  # the refused one was not retried
+    sizes = {s.slug: s for s in driver.sizes()}
+    assert "tor1" not in sizes[MI300X].regions  # the one machine is taken
+
+
 def test_size_not_enabled_for_the_account_is_permanent(make_driver, emulator):
     emulator.set_faults(not_enabled_sizes=["gpu-mi350x1-288gb"])
 
-    with pytest.raises(ProviderPermanentError, match="not enabled"):
+    with pytest.raises(ProviderPermanentError, match="not enabled") as excinfo:
         make_driver().create(spec(12, size="gpu-mi350x1-288gb", region="atl1"))
+    assert not isinstance(excinfo.value, ProviderNoCapacity)  # another region would not help
 
 
 def test_bad_token_is_permanent_unauthorized(make_driver, emulator):
@@ -291,21 +357,42 @@ def test_bad_token_is_permanent_unauthorized(make_driver, emulator):
     assert excinfo.value.id == "unauthorized"
 
 
-def test_destroy_retries_a_pending_event_422(make_driver, emulator):
-    driver = make_driver(sleep=SleepRecorder())
-    droplet = driver.create(spec(13))
-    emulator.fail_next(
-        "DELETE", f"/v2/droplets/{droplet.id}", 422, message="Droplet already has a pending event."
+def test_destroy_during_the_create_event_is_retried_until_the_droplet_has_booted(
+    make_driver, emulator
+):
+    emulator.configure(boot_delay_s=0.5)
+    driver = make_driver(
+        sleep=SleepRecorder(), backoff_base_s=0.1, backoff_max_s=0.3, max_attempts=8
     )
+    droplet = driver.create(spec(13))
 
     driver.destroy(droplet.id)
 
+    assert emulator.droplets() == []
+    assert emulator.state()["counters"]["by_status"].get("422", 0) >= 1  # DigitalOcean's refusal
+
+
+def test_destroy_while_a_long_create_event_runs_goes_up_as_a_pending_event(make_driver, emulator):
+    emulator.configure(boot_delay_s=60)
+    driver = make_driver(sleep=SleepRecorder(), max_attempts=2)
+    droplet = driver.create(spec(16))
+
+    with pytest.raises(ProviderPendingEvent) as excinfo:
+        driver.destroy(droplet.id)
+
+    assert isinstance(excinfo.value, ProviderTransientError)  # a teardown task retries it
+    assert excinfo.value.status == 422 and "pending event" in excinfo.value.message
+    assert excinfo.value.retry_after is not None
+    assert [d["id"] for d in emulator.droplets()] == [droplet.id]
+    emulator.activate(droplet.id)
+    driver.destroy(droplet.id)
     assert emulator.droplets() == []
 
 
 def test_destroy_retries_5xx_until_it_succeeds(make_driver, emulator):
     driver = make_driver(sleep=SleepRecorder())
     droplet = driver.create(spec(14))
+    emulator.activate(droplet.id)
     emulator.fail_next("DELETE", "/v2/droplets/*", 503, times=3)
 
     driver.destroy(droplet.id)
@@ -376,8 +463,8 @@ def test_rate_limit_headers_are_recorded(make_driver, emulator):
 
     snapshot = driver.rate_limit()
 
-    assert snapshot.limit == 250
-    assert snapshot.remaining == 249
+    assert snapshot.limit == 5000  # DigitalOcean's headers describe the hourly quota
+    assert snapshot.remaining == 4999
     assert snapshot.reset_at is not None and snapshot.reset_at > time.time()
 
 
@@ -389,6 +476,7 @@ def test_the_token_is_never_logged_nor_shown(make_driver, emulator, caplog):
 
     driver.sizes()
     droplet = driver.create(spec(30))
+    emulator.activate(droplet.id)
     driver.destroy(droplet.id)
 
     assert token not in caplog.text

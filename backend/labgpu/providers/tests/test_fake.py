@@ -8,6 +8,7 @@ from labgpu.providers import (
     DropletSpec,
     ProviderAmbiguousCreate,
     ProviderDriver,
+    ProviderNoCapacity,
     ProviderNotFound,
     ProviderPermanentError,
     ProviderTransientError,
@@ -56,8 +57,10 @@ def test_fake_ambiguous_create_that_made_nothing_creates_on_retry():
 def test_fake_errors_match_the_real_drivers():
     fake = FakeDriver()
     fake.no_capacity.add(SPEC.size)
-    with pytest.raises(ProviderPermanentError, match="no capacity"):
+    with pytest.raises(ProviderNoCapacity, match="not available in this region") as excinfo:
         fake.create(SPEC)
+    assert isinstance(excinfo.value, ProviderPermanentError)
+    assert (excinfo.value.region, excinfo.value.size) == (SPEC.region, SPEC.size)
     with pytest.raises(ProviderNotFound):
         fake.get(1)
     fake.destroy(1)  # already gone = success

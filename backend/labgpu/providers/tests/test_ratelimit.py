@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from labgpu.providers import ProviderRateLimited
 from labgpu.providers.ratelimit import (
     BudgetExhausted,
     LocalRequestBudget,
@@ -116,6 +117,43 @@ def test_providers_remaining_zero_makes_every_worker_wait_for_the_reset(
     assert excinfo.value.retry_after is not None and excinfo.value.retry_after > 15
     snapshot = other_worker.snapshot()
     assert (snapshot.limit, snapshot.remaining, snapshot.reset_at) == (5000, 0, float(reset))
+
+
+def test_the_providers_remaining_quota_is_counted_down_by_every_worker(redis_client, budget_prefix):
+    """Another client spent most of the hour: 2 left means 2 requests fleet-wide, not one each."""
+    first = RedisRequestBudget(redis_client, TOKEN, key_prefix=budget_prefix, max_wait_s=0.1)
+    second = RedisRequestBudget(redis_client, TOKEN, key_prefix=budget_prefix, max_wait_s=0.1)
+    reset = int(time.time()) + 20
+    first.observe(
+        {"ratelimit-limit": "5000", "ratelimit-remaining": "2", "ratelimit-reset": str(reset)}
+    )
+
+    first.acquire()
+    second.acquire()
+    with pytest.raises(BudgetExhausted) as excinfo:
+        first.acquire()
+
+    assert isinstance(excinfo.value, ProviderRateLimited)
+    assert 15 < (excinfo.value.retry_after or 0) <= 20.1
+    assert second.snapshot().remaining == 0
+
+
+def test_a_past_reset_no_longer_holds_the_budget(redis_client, budget_prefix):
+    budget = RedisRequestBudget(redis_client, TOKEN, key_prefix=budget_prefix, max_wait_s=0.1)
+    budget.observe({"ratelimit-remaining": "0", "ratelimit-reset": str(int(time.time()) - 1)})
+
+    budget.acquire()  # the oldest request of the hour has expired since: a slot is free
+
+
+def test_local_budget_counts_down_the_providers_remaining_quota():
+    budget = LocalRequestBudget(max_wait_s=0.1)
+    budget.observe({"ratelimit-remaining": "1", "ratelimit-reset": str(int(time.time()) + 30)})
+
+    budget.acquire()
+    with pytest.raises(BudgetExhausted) as excinfo:
+        budget.acquire()
+
+    assert 25 < (excinfo.value.retry_after or 0) <= 30.1
 
 
 def test_budget_fails_open_when_redis_is_down(caplog):

@@ -9,7 +9,15 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from labgpu.providers import DropletSpec, ProviderAmbiguousCreate, ProviderPermanentError
+from labgpu.providers import (
+    DropletSpec,
+    ProviderAmbiguousCreate,
+    ProviderNoCapacity,
+    ProviderPermanentError,
+    ProviderRateLimited,
+    ProviderTransientError,
+    retry_countdown,
+)
 from labgpu.providers.digitalocean import DigitalOceanDriver
 
 SIZES_PAGE = {"sizes": [], "links": {}, "meta": {"total": 0}}
@@ -81,6 +89,65 @@ def test_ratelimit_reset_is_used_when_retry_after_is_missing():
     make(transport, waits).sizes()
 
     assert 7.5 <= waits[0] <= 9
+
+
+def test_a_spent_hourly_quota_waits_until_the_reset_and_goes_up_beyond_the_bound():
+    reset = time.time() + 120
+    transport, seen = scripted(
+        too_many(**{"ratelimit-remaining": "0", "ratelimit-reset": str(int(reset))})
+    )
+    waits: list[float] = []
+
+    with pytest.raises(ProviderRateLimited) as excinfo:
+        make(transport, waits, max_retry_wait_s=60).sizes()
+
+    assert len(seen) == 1 and waits == []  # two minutes are not slept out in a worker
+    assert 118 <= excinfo.value.retry_after <= 120
+    assert excinfo.value.reset_at == int(reset) and excinfo.value.remaining == 0
+    assert 118 <= retry_countdown(excinfo.value, default=5) <= 121
+
+
+def test_a_burst_429_with_quota_left_waits_at_most_the_minute_not_the_hourly_reset():
+    reset = str(int(time.time()) + 3000)  # the hour's oldest request expires late
+    transport, _ = scripted(
+        too_many(**{"ratelimit-remaining": "4000", "ratelimit-reset": reset}),
+        httpx.Response(200, json=SIZES_PAGE),
+    )
+    waits: list[float] = []
+
+    make(transport, waits, max_retry_wait_s=90).sizes()
+
+    assert waits == [60.0]
+
+
+def test_size_not_available_in_this_region_is_no_capacity_with_the_providers_regions():
+    transport, seen = scripted(
+        httpx.Response(
+            422,
+            json={
+                "id": "unprocessable_entity",
+                "message": "Size is not available in this region.",
+                "error_attributes": {"available_regions": ["atl1", "nyc2"]},
+            },
+        )
+    )
+    spec = DropletSpec(node_id=5, region="tor1", size="gpu-mi300x1-192gb", image="gpu-amd-base")
+
+    with pytest.raises(ProviderNoCapacity) as excinfo:
+        make(transport, []).create(spec)
+
+    assert (excinfo.value.region, excinfo.value.size) == ("tor1", "gpu-mi300x1-192gb")
+    assert excinfo.value.available_regions == ("atl1", "nyc2")
+    assert len(seen) == 1
+
+
+def test_retry_countdown_uses_the_providers_hint_else_the_default():
+    assert retry_countdown(ProviderRateLimited("429", retry_after=12.2), default=5) == 13
+    assert retry_countdown(ProviderRateLimited("429", retry_after=0.2), default=5) == 1
+    assert retry_countdown(ProviderRateLimited("429", retry_after=900), 5, maximum=300) == 300
+    assert retry_countdown(ProviderTransientError("timeout"), default=7.5) == 8
+    assert retry_countdown(ProviderPermanentError("422"), default=5) == 5
+    assert retry_countdown(RuntimeError("not ours"), default=3) == 3
 
 
 def test_read_timeout_on_get_is_retried_with_growing_jittered_backoff():
