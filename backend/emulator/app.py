@@ -30,7 +30,7 @@ from starlette.routing import Route
 from . import catalog
 from .agents import AgentSupervisor
 from .settings import REALISTIC_BOOT_DELAY_S, EmulatorSettings
-from .state import ApiError, EmuDroplet, Store, not_found, unprocessable
+from .state import PENDING_EVENT, ApiError, EmuDroplet, Store, not_found, unprocessable
 
 logger = logging.getLogger("emulator")
 
@@ -41,7 +41,8 @@ class RateLimiter:
     """Sliding windows per token, like DigitalOcean's burst (per-minute) and hourly limits."""
 
     def __init__(self) -> None:
-        self._log: dict[tuple[str, float], deque[float]] = defaultdict(deque)
+        #: (token hash, window index) -> times of the requests charged to that window
+        self._log: dict[tuple[str, int], deque[float]] = defaultdict(deque)
 
     def check(
         self, key: str, windows: list[tuple[int, float]], now: float
@@ -52,8 +53,8 @@ class RateLimiter:
         `reset` is when the window's oldest request expires (DigitalOcean's `ratelimit-reset`).
         """
         logs = []
-        for limit, window_s in windows:
-            log = self._log[(key, window_s)]
+        for index, (limit, window_s) in enumerate(windows):
+            log = self._log[(key, index)]
             while log and log[0] <= now - window_s:
                 log.popleft()
             logs.append((log, limit, window_s))
@@ -67,9 +68,9 @@ class RateLimiter:
             status.append((max(0, limit - len(log)), reset))
         return blocked, status
 
-    def slot_frees_at(self, key: str, limit: int, window_s: float) -> float:
-        """When the next request fits into this (full) window again."""
-        log = self._log[(key, window_s)]
+    def slot_frees_at(self, key: str, index: int, limit: int, window_s: float) -> float:
+        """When the next request fits into window `index` (full) again."""
+        log = self._log[(key, index)]
         return log[len(log) - limit] + window_s if len(log) >= limit else 0.0
 
     def reset(self) -> None:
@@ -248,7 +249,11 @@ class Emulator:
         tag = request.query_params.get("tag_name")
         if not tag:
             raise unprocessable("tag_name is required.")
-        for droplet in [d for d in self.store.droplets.values() if tag in d.tags]:
+        tagged = [d for d in self.store.droplets.values() if tag in d.tags]
+        if any(self.store.pending_create(d) for d in tagged):
+            # all or nothing: a droplet still being created refuses, so none is deleted
+            raise unprocessable(PENDING_EVENT)
+        for droplet in tagged:
             self._after_delete(self.store.delete(droplet.id))
         return 204, None
 
@@ -346,7 +351,7 @@ class Emulator:
             if blocked == 0:
                 # Only the burst limit's 429 says when to come back (DigitalOcean added
                 # `retry-after` there in 2023); an exhausted hourly quota has only `ratelimit-*`.
-                frees_at = self.limiter.slot_frees_at(key, *burst)
+                frees_at = self.limiter.slot_frees_at(key, 0, *burst)
                 headers["retry-after"] = str(max(1, math.ceil(frees_at - now)))
             return self._respond(
                 429,
@@ -521,12 +526,14 @@ def create_app(settings: EmulatorSettings) -> Starlette:
     async def admin_settings(request: Request) -> Response:
         if request.method == "POST":
             try:
-                emu.settings.update(await request.json())
-            except (ValueError, TypeError) as exc:
+                changes = await request.json()
+                emu.settings.update(changes)
+            except (ValueError, TypeError, AttributeError) as exc:
                 return JSONResponse({"id": "bad_request", "message": str(exc)}, status_code=400)
             emu.agents.agent_cmd = emu.settings.agent_cmd
             emu.store.ip_mode = emu.settings.ip_mode
-            emu.warn_if_shortened()
+            if "boot_delay_s" in changes:
+                emu.warn_if_shortened()
         return JSONResponse(emu.settings.public())
 
     async def reset(_: Request) -> Response:

@@ -397,6 +397,20 @@ def test_a_droplet_that_never_boots_ends_with_an_errored_create_event(emulator, 
     assert api.delete(f"/v2/droplets/{droplet_id}").status_code == 204
 
 
+def test_delete_by_tag_refuses_while_a_tagged_droplet_is_being_created(emulator, api):
+    emulator.configure(boot_delay_s=60)
+    booted = create(api, name="labgpu-node-2")
+    emulator.activate(booted["id"])
+    pending = create(api)
+    api.post("/v2/droplets", json={**BODY, "name": "labgpu-node-3"})
+
+    refused = api.delete("/v2/droplets", params={"tag_name": "labgpu-node-1"})
+
+    assert refused.status_code == 422 and "pending event" in refused.json()["message"]
+    assert pending["id"] in [d["id"] for d in emulator.droplets()]
+    assert len(emulator.droplets()) == 3  # all or nothing
+
+
 def test_unknown_actions_are_404(api):
     assert api.get("/v2/actions/123").status_code == 404
     assert api.get("/v2/droplets/123/actions").status_code == 404
