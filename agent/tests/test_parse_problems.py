@@ -105,3 +105,21 @@ def test_the_shipped_fixture_profiles_parse_without_problems():
     for name in fixture_profile_names():
         facts = facts_from_outputs(load_fixture_profile(name).outputs)
         assert facts.parse_problems == [], name
+
+
+@pytest.mark.parametrize(
+    "source", ["nvidia-smi-nvlink", "amd-smi-bad-pages", "amd-smi-xgmi", "dmesg", "lspci-amd"]
+)
+def test_a_tool_that_may_have_nothing_to_list_prints_nothing_without_a_problem(source):
+    """`nvidia-smi nvlink -s` on a PCIe card, `dmesg` with no GPU errors: empty is an answer."""
+    facts = facts_from_outputs({source: RawOutput("")})
+    assert facts.sources[source] == "ok" and facts.parse_problems == []
+
+
+@pytest.mark.parametrize(
+    "source", ["amd-smi-metric", "amd-smi-static", "rocm-smi", "rocminfo", "nvidia-smi-xml"]
+)
+def test_a_gpu_tool_that_prints_nothing_is_a_problem(source):
+    facts = facts_from_outputs({source: RawOutput("")})
+    (problem,) = facts.parse_problems
+    assert problem.tool == source and "printed nothing" in problem.reason

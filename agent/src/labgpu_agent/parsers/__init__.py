@@ -79,11 +79,25 @@ PARSERS: dict[str, Parser] = {
 
 
 # Tools whose output is the point of running them: printing nothing is a problem, not a fact.
-_MUST_PRINT = {
-    name
-    for name in PARSERS
-    if name.startswith(("amd-smi", "rocm-", "nvidia-smi")) or name in ("rocminfo", "rvs")
-}
+# (Not `nvidia-smi nvlink -s`, `amd-smi bad-pages` and the like, which print nothing when there is
+# nothing to list.)
+_MUST_PRINT = frozenset(
+    {
+        "amd-smi-static",
+        "amd-smi-metric",
+        "amd-smi-list",
+        "amd-smi-default",
+        "amd-smi-monitor",
+        "amd-smi-version",
+        "rocm-smi",
+        "rocm-version",
+        "rocminfo",
+        "nvidia-smi",
+        "nvidia-smi-csv",
+        "nvidia-smi-xml",
+        "nvidia-smi-q",
+    }
+)
 # Far above any real output (an 8-GPU `nvidia-smi -q -x` is ~200 KB); bounds the work on garbage.
 MAX_PARSE_CHARS = 16 * 2**20
 
