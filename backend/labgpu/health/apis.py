@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labgpu.api.parsers import SafeJSONParser
-from labgpu.api.permissions import BASE_PERMISSIONS
+from labgpu.api.permissions import BASE_PERMISSIONS, SITE_ADMIN
 from labgpu.catalog.models import InstanceType
 from labgpu.health import services
 from labgpu.health.authentication import (
@@ -21,9 +21,11 @@ from labgpu.health.serializers import (
     AgentBootstrapSerializer,
     AgentHeartbeatSerializer,
     AgentReportSerializer,
+    DeepCheckRequestSerializer,
     HealthReportSerializer,
     InstanceTypeHealthSerializer,
 )
+from labgpu.provisioning.models import Node
 from labgpu.provisioning.selectors import nodes_visible_to
 
 
@@ -76,6 +78,29 @@ class NodeHealthView(APIView):
         node = get_object_or_404(nodes_visible_to(request.user), pk=pk)
         reports = node.health_reports.order_by("-created_at")[:20]
         return Response(HealthReportSerializer(reports, many=True).data)
+
+
+class NodeDeepCheckView(APIView):
+    """Site admins ask a node's agent to run the vendor stress tools (RVS / dcgmi diag); the
+    agent picks the request up with its next heartbeat and the report lands in the node's health
+    history, marked `deep`."""
+
+    permission_classes = SITE_ADMIN
+
+    @extend_schema(request=None, responses={202: DeepCheckRequestSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        node = get_object_or_404(Node.objects.select_related("booking"), pk=pk)
+        node = services.node_request_deep_check(node=node, actor=request.user)
+        return Response(
+            DeepCheckRequestSerializer(
+                {
+                    "node": node.pk,
+                    "status": node.status,
+                    "deep_check_requested_at": node.deep_check_requested_at,
+                }
+            ).data,
+            status=status.HTTP_202_ACCEPTED,
+        )
 
 
 class InstanceTypeHealthView(APIView):

@@ -29,6 +29,7 @@ class HealthReport(BaseModel):
     findings = models.JSONField(default=list)
     smoke = models.JSONField(default=list)
     facts = models.JSONField(default=dict)
+    deep = models.BooleanField(default=False)  # a `check --deep` report (vendor stress tools)
 
     class Meta:
         ordering = ["-created_at"]

@@ -50,6 +50,7 @@ class HealthReportSerializer(serializers.ModelSerializer):
             "findings",
             "smoke",
             "facts",
+            "deep",
             "created_at",
         ]
 
@@ -70,7 +71,13 @@ class AgentBootstrapSerializer(serializers.Serializer):
 
 
 class AgentHeartbeatSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["continue", "stop"])
+    action = serializers.ChoiceField(choices=["continue", "stop", "deep_check"])
+
+
+class DeepCheckRequestSerializer(serializers.Serializer):
+    node = serializers.IntegerField()
+    status = serializers.CharField()
+    deep_check_requested_at = serializers.DateTimeField()
 
 
 class BaselineSerializer(serializers.Serializer):

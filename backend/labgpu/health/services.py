@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import transaction
 from labgpu_agent.report import ReportValidationError, validate_report
 
+from labgpu.audit.services import audit_record
 from labgpu.core.errors import ApplicationError, Conflict
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
@@ -66,6 +67,7 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
         findings=payload["findings"],
         smoke=payload["smoke"],
         facts=payload["facts"],
+        deep=bool(payload.get("deep", False)),
     )
     Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
     if node.status in (NodeStatus.CHECKING, NodeStatus.BOOTING):
@@ -102,9 +104,38 @@ def report_validate(payload: Any) -> datetime:
     )
 
 
+DEEP_CHECK_FROM = (NodeStatus.CHECKING, NodeStatus.READY)
+
+
 def agent_heartbeat(*, node: Node) -> str:
-    """Record that the agent lives; tell it to stop once its node is on the way out."""
+    """Record that the agent lives; tell it to stop once its node is on the way out, or to run
+    the deep check a site admin asked for (handed out once: the flag is cleared as it is read)."""
     Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
     node.refresh_from_db(fields=["status"])
     live = (NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY)
-    return "continue" if node.status in live else "stop"
+    if node.status not in live:
+        return "stop"
+    handed = Node.objects.filter(
+        pk=node.pk, status__in=DEEP_CHECK_FROM, deep_check_requested_at__isnull=False
+    ).update(deep_check_requested_at=None)
+    return "deep_check" if handed else "continue"
+
+
+@transaction.atomic
+def node_request_deep_check(*, node: Node, actor: Any) -> Node:
+    """Ask the node's agent to run the vendor stress tools; its report joins the health history.
+
+    Only a node that is checking or ready has an agent listening; the request is recorded in the
+    audit log (a long stress test on a user's node is worth knowing about).
+    """
+    requested = Node.objects.filter(pk=node.pk, status__in=DEEP_CHECK_FROM).update(
+        deep_check_requested_at=now()
+    )
+    if not requested:
+        raise Conflict(
+            f"Node is {node.status}; only a checking or ready node can run a deep check.",
+            code="invalid_status",
+        )
+    node.refresh_from_db(fields=["deep_check_requested_at", "status"])
+    audit_record(actor=actor, action="node.deep_check", target=node, lab=node.booking.lab)
+    return node

@@ -7,6 +7,7 @@ urlpatterns = [
     path("agent/reports/", apis.AgentReportView.as_view(), name="agent-reports"),
     path("agent/heartbeat/", apis.AgentHeartbeatView.as_view(), name="agent-heartbeat"),
     path("nodes/<int:pk>/health/", apis.NodeHealthView.as_view(), name="node-health"),
+    path("nodes/<int:pk>/deep-check/", apis.NodeDeepCheckView.as_view(), name="node-deep-check"),
     path(
         "instance-types/<int:pk>/health/",
         apis.InstanceTypeHealthView.as_view(),

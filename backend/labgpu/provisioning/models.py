@@ -65,6 +65,9 @@ class Node(BaseModel):
     bootstrap_used_at = models.DateTimeField(null=True, blank=True)
     heartbeat_token_hash = models.CharField(max_length=64, blank=True, db_index=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # A site admin asked for the vendor stress tools (`labgpu-agent check --deep`); the next
+    # heartbeat hands the request to the agent and clears it.
+    deep_check_requested_at = models.DateTimeField(null=True, blank=True)
 
     provider_created_at = models.DateTimeField(null=True, blank=True)
     active_at = models.DateTimeField(null=True, blank=True)

@@ -545,6 +545,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/nodes/{id}/deep-check/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Site admins ask a node's agent to run the vendor stress tools (RVS / dcgmi diag); the
+         *     agent picks the request up with its next heartbeat and the report lands in the node's health
+         *     history, marked `deep`.
+         */
+        post: operations["v1_nodes_deep_check_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/nodes/{id}/health/": {
         parameters: {
             query?: never;
@@ -827,9 +848,10 @@ export interface components {
         /**
          * @description * `continue` - continue
          *     * `stop` - stop
+         *     * `deep_check` - deep_check
          * @enum {string}
          */
-        ActionEnum: "continue" | "stop";
+        ActionEnum: "continue" | "stop" | "deep_check";
         AgentBootstrap: {
             node: number;
             heartbeat_token: string;
@@ -1092,6 +1114,12 @@ export interface components {
             /** @default  */
             reason: string;
         };
+        DeepCheckRequest: {
+            node: number;
+            status: string;
+            /** Format: date-time */
+            deep_check_requested_at: string;
+        };
         /**
          * @description * `user` - My bookings
          *     * `pool` - Pool
@@ -1116,6 +1144,7 @@ export interface components {
             readonly findings: unknown;
             readonly smoke: unknown;
             readonly facts: unknown;
+            deep?: boolean;
             /** Format: date-time */
             readonly created_at: string;
         };
@@ -5732,6 +5761,81 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_nodes_deep_check_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeepCheckRequest"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

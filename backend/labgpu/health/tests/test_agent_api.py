@@ -172,3 +172,63 @@ def test_a_required_smoke_list_with_an_unknown_test_is_refused(pool):
     with pytest.raises(ValidationError) as error:
         pool.full_clean()
     assert "required_smoke" in error.value.message_dict
+
+
+def logged_in(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_site_admin_requests_a_deep_check_the_agent_gets_it_once_and_its_report_is_kept(
+    node, carol, alice
+):
+    from labgpu.audit.models import AuditEvent
+
+    heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    agent = bearer(heartbeat["heartbeat_token"])
+    assert agent.post("/api/v1/agent/reports/", report(), format="json").status_code == 201
+
+    response = logged_in(carol).post(f"/api/v1/nodes/{node.pk}/deep-check/")
+    assert response.status_code == 202, response.content
+    assert response.json()["node"] == node.pk and response.json()["status"] == "ready"
+    assert AuditEvent.objects.filter(
+        action="node.deep_check", target_id=str(node.pk), actor=carol
+    ).exists()
+
+    assert agent.post("/api/v1/agent/heartbeat/").json() == {"action": "deep_check"}
+    assert agent.post("/api/v1/agent/heartbeat/").json() == {"action": "continue"}
+
+    deep = report()
+    deep["deep"] = True
+    deep["facts"]["measurements"] = [
+        {
+            "tool": "rvs",
+            "test": "babel",
+            "gpu": 0,
+            "metric": "memory_triad_gb_per_s",
+            "value": 4290.0,
+            "unit": "GB/s",
+        }
+    ]
+    assert agent.post("/api/v1/agent/reports/", deep, format="json").status_code == 201
+    history = logged_in(alice).get(f"/api/v1/nodes/{node.pk}/health/").json()
+    assert [r["deep"] for r in history] == [True, False]
+    assert history[0]["facts"]["measurements"][0]["value"] == 4290.0
+    node.refresh_from_db()
+    assert node.status == "ready"  # a deep report joins the history; it does not re-gate the node
+
+
+def test_only_site_admins_may_request_a_deep_check(node, alice, bob, mallory):
+    Node.objects.filter(pk=node.pk).update(status="ready")
+    for user in (alice, bob, mallory):
+        assert logged_in(user).post(f"/api/v1/nodes/{node.pk}/deep-check/").status_code == 403
+    node.refresh_from_db()
+    assert node.deep_check_requested_at is None
+
+
+def test_a_node_without_a_listening_agent_cannot_take_a_deep_check(node, carol):
+    Node.objects.filter(pk=node.pk).update(status="destroyed")
+    response = logged_in(carol).post(f"/api/v1/nodes/{node.pk}/deep-check/")
+    assert response.status_code == 409 and response.json()["code"] == "invalid_status"
+    assert logged_in(carol).post("/api/v1/nodes/999999/deep-check/").status_code == 404
