@@ -41,6 +41,30 @@ def test_every_shared_fixture_has_a_parser_test():
     assert present - COVERED == set(), "new recorded outputs need a parser test"
 
 
+TOOL_OF = {
+    "amd-smi_default": "amd-smi-default",
+    "amd-smi_list": "amd-smi-list",
+    "amd-smi_metric": "amd-smi-metric",
+    "amd-smi_static": "amd-smi-static",
+    "lspci": "lspci",
+    "rocm-smi": "rocm-smi",
+    "rocminfo": "rocminfo",
+    "rvs": "rvs",
+    "dcgmi": "dcgmi-diag",
+    "nvidia-smi_q_h100": "nvidia-smi-q",
+    "nvidia-smi_q_x": "nvidia-smi-xml",
+    "nvidia-smi_query": "nvidia-smi-csv",
+}
+
+
+@pytest.mark.parametrize("relative", sorted(COVERED))
+def test_every_shared_recording_parses_without_a_parse_problem(shared_fixture, relative):
+    """The echoed command above a capture (`amd-smi`, `~$ amd-smi static`) is not output."""
+    name = relative.split("/")[1]
+    tool = next(t for prefix, t in TOOL_OF.items() if name.startswith(prefix))
+    assert parse(tool, shared_fixture(relative)).parse_problems == []
+
+
 def test_amd_smi_default_view_of_a_digitalocean_mi300x_vf(shared_fixture):
     facts = parse(
         "amd-smi-default",

@@ -28,8 +28,16 @@ def split_lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
+# The command itself echoed into a capture: `$ amd-smi`, `~$ amd-smi static`, `❯ amd-smi`, or the
+# bare `rocminfo` a publisher wrote above its output.
+_COMMAND_ECHO = re.compile(
+    r"^(?:\S*[$%❯>]\s*)?(?:sudo\s+)?(?:\S*/)?"
+    r"(?:amd-smi|rocm-smi|rocminfo|nvidia-smi|lspci|rvs|dcgmi)(?:\s.*)?$"
+)
+
+
 def _is_annotation(line: str) -> bool:
-    return line.startswith("#") or line.startswith("$ ")
+    return line.startswith(("#", "$ ")) or _COMMAND_ECHO.match(line.strip()) is not None
 
 
 def clean_line(line: str) -> str:
