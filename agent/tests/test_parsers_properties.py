@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labgpu_agent.parsers import parse
+from labgpu_agent.parsers._text import clean_line, is_annotation
 
 
 @dataclass(frozen=True)
@@ -99,11 +100,14 @@ def test_amd_smi_monitor_reads_every_cell_whatever_the_layout(
 @settings(max_examples=100, deadline=None)
 @given(
     garbage=st.text(min_size=1, max_size=40).filter(
+        # Lines every parser skips by design are not junk: blank once colour escapes are
+        # dropped, capture annotations and echoed commands, elisions, a new header row.
         lambda s: (
-            s.strip()
+            clean_line(s).strip()
             and not set(s) & set("\n\r")
+            and not is_annotation(s)
             and not s.strip().upper().startswith("GPU")
-            and not s.strip().startswith(("#", "$ ", "...", "…"))
+            and not s.strip().startswith(("...", "…"))
         )
     )
 )
@@ -234,3 +238,46 @@ def test_nvidia_smi_query_csv_reads_every_cell_in_any_column_order(
         for (name, _, field), value in zip(columns, row, strict=False):
             if field is not None:
                 assert getattr(gpu, field) == value, (name, text)
+
+
+KV_FIELDS = (
+    ("Temperature (Sensor edge) (C)", "temperature_edge_c"),
+    ("Temperature (Sensor junction) (C)", "temperature_hotspot_c"),
+    ("Average Graphics Package Power (W)", "power_draw_w"),
+    ("Max Graphics Package Power (W)", "power_cap_w"),
+    ("GPU use (%)", "utilisation_pct"),
+    ("Some future field (unit)", None),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    cards=st.lists(
+        st.lists(reading, min_size=len(KV_FIELDS), max_size=len(KV_FIELDS)), min_size=1, max_size=8
+    ),
+    order=st.permutations(range(len(KV_FIELDS))),
+    separator=st.sampled_from(["\t\t: ", "          : ", " : "]),
+    missing=st.sampled_from(["N/A", "N/A (Secondary die)"]),
+    eol=line_end,
+    trailing=st.sampled_from(["", " ", "\t"]),
+)
+def test_rocm_smi_key_value_text_reads_every_field(cards, order, separator, missing, eol, trailing):
+    lines = ["=" * 28 + " ROCm System Management Interface " + "=" * 28]
+    for k in order:
+        name, _ = KV_FIELDS[k]
+        for i, values in enumerate(cards):
+            value = values[k]
+            shown_value = missing if value is None else f"{value:g}"
+            lines.append(f"GPU[{i}]{separator}{name}: {shown_value}")
+    lines.append("=" * 30 + " End of ROCm SMI Log " + "=" * 30)
+    text = eol.join(line + trailing for line in lines) + eol
+
+    facts = parse("rocm-smi", text)
+
+    assert facts.parse_problems == []
+    assert [g.index for g in facts.gpus] == list(range(len(cards)))
+    for gpu, values in zip(facts.gpus, cards, strict=True):
+        for (name, field), value in zip(KV_FIELDS, values, strict=True):
+            if field is not None:
+                expected = None if field == "power_cap_w" and not value else value
+                assert getattr(gpu, field) == expected, (name, text)

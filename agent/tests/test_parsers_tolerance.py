@@ -207,3 +207,17 @@ def test_rocm_smi_csv_blocks_one_per_show_option():
         80,
     )
     assert (card1.power_draw_w, card1.temperature_hotspot_c) == (198.5, None)
+
+
+def test_amd_smi_rocm6_json_list_with_value_unit_objects_from_the_published_excerpt():
+    """The ROCm 6 `amd-smi metric -u --json` published in
+    https://github.com/henrygd/beszel/issues/737 is cut off inside `jpeg_activity`; closing it
+    right before that list (the only change) gives the real first GPU object to read."""
+    text = (
+        LOCAL_FIXTURES / "published/amd-smi/metric_json_usage_w7700_rocm6_beszel737_truncated.json"
+    ).read_text()
+    head = text[: text.index('"jpeg_activity"')].rstrip().rstrip(",")
+    facts = parse("amd-smi-metric", head + "\n        }\n    }\n]\n")
+    (gpu,) = facts.gpus
+    assert (gpu.index, gpu.utilisation_pct) == (0, 42)  # {"value": 42, "unit": "%"}
+    assert facts.parse_problems == []

@@ -36,7 +36,7 @@ _COMMAND_ECHO = re.compile(
 )
 
 
-def _is_annotation(line: str) -> bool:
+def is_annotation(line: str) -> bool:
     return line.startswith(("#", "$ ")) or _COMMAND_ECHO.match(line.strip()) is not None
 
 
@@ -51,7 +51,7 @@ def strip_annotations(text: str) -> str:
     Also normalises what copying output around adds: CRLF line ends, colour escapes, trailing
     blanks.
     """
-    return "\n".join(clean_line(line) for line in split_lines(text) if not _is_annotation(line))
+    return "\n".join(clean_line(line) for line in split_lines(text) if not is_annotation(line))
 
 
 def numbered_lines(text: str) -> list[tuple[int, str]]:
@@ -62,7 +62,7 @@ def numbered_lines(text: str) -> list[tuple[int, str]]:
     return [
         (number, clean_line(line))
         for number, line in enumerate(split_lines(text), start=1)
-        if not _is_annotation(line)
+        if not is_annotation(line)
     ]
 
 
@@ -72,7 +72,7 @@ def json_text(text: str) -> str:
     Anything printed before the first `[` or `{` line (amd-smi's watch banner "'CTRL' + 'C' to
     stop watching output:") is blanked too.
     """
-    lines = ["" if _is_annotation(line) else clean_line(line) for line in split_lines(text)]
+    lines = ["" if is_annotation(line) else clean_line(line) for line in split_lines(text)]
     for index, line in enumerate(lines):
         if line.lstrip().startswith(("[", "{")):
             return "\n" * index + "\n".join(lines[index:])
