@@ -33,7 +33,7 @@ def test_an_unknown_line_inside_a_known_table_is_named_in_a_finding():
     assert problem.tool == "amd-smi-monitor" and problem.line.startswith("3 122 W 36 kelvin")
     assert problem.line_number == text.splitlines().index(problem.line) + 1
     (finding,) = check_parse(facts, get_profile("mi300x"))
-    assert finding.id == "parse.amd-smi-monitor" and finding.severity == "warn"
+    assert finding.id == "parse.amd_smi_monitor" and finding.severity == "warn"
     assert "3 122 W 36 kelvin" in finding.message and finding.remediation
 
 
@@ -123,3 +123,25 @@ def test_a_gpu_tool_that_prints_nothing_is_a_problem(source):
     facts = facts_from_outputs({source: RawOutput("")})
     (problem,) = facts.parse_problems
     assert problem.tool == source and "printed nothing" in problem.reason
+
+
+def test_a_report_with_parse_findings_passes_the_shared_schema():
+    """The finding id must fit the report schema (`parse.amd_smi_monitor`, no hyphen), or the
+    agent could not send the very report that says what it could not read."""
+    from dataclasses import replace
+
+    from labgpu_agent.cli import assemble_report
+    from labgpu_agent.collect import load_fixture_profile
+    from labgpu_agent.report import validate_report
+
+    healthy = load_fixture_profile("healthy-mi300x")
+    garbled = dict(healthy.outputs)
+    garbled["amd-smi-metric"] = RawOutput(MONITOR.replace("3 122 W", "3 1\x0022 W\x07"))
+    garbled["rocm-smi"] = RawOutput("\x00\x01 binary\n")
+    report = assemble_report(
+        profile_name=None, fixture=replace(healthy, outputs=garbled), smoke_names=[]
+    )
+    validate_report(report)
+    ids = {f["id"] for f in report["findings"]}
+    assert {"parse.amd_smi_metric", "parse.rocm_smi"} <= ids
+    assert report["facts"]["parse_problems"][0]["tool"] in {"amd-smi-metric", "rocm-smi"}

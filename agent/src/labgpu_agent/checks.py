@@ -808,7 +808,7 @@ def check_parse(facts: Facts, profile: InstanceProfile) -> list[Finding]:
         where = f" at line {first.line_number}: {first.line!r}" if first.line is not None else ""
         findings.append(
             Finding(
-                id=f"parse.{tool}",
+                id="parse." + re.sub(r"[^a-z0-9_]", "_", tool.lower()),  # the schema's id shape
                 severity="warn",
                 message=f"Could not read all of the {tool} output ({first.reason}){where}.",
                 evidence={
