@@ -5,6 +5,7 @@ huge output are fed through the same path the agent uses (collect → checks).""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 
 import pytest
@@ -142,6 +143,7 @@ def test_a_report_with_parse_findings_passes_the_shared_schema():
         profile_name=None, fixture=replace(healthy, outputs=garbled), smoke_names=[]
     )
     validate_report(report)
+    assert "\\u0000" not in json.dumps(report)  # the API refuses NUL bytes anywhere in it
     ids = {f["id"] for f in report["findings"]}
     assert {"parse.amd_smi_metric", "parse.rocm_smi"} <= ids
     assert report["facts"]["parse_problems"][0]["tool"] in {"amd-smi-metric", "rocm-smi"}

@@ -20,6 +20,7 @@ from typing import Any
 
 from labgpu_agent.facts import Facts, merge
 from labgpu_agent.parsers import ParseError, parse
+from labgpu_agent.parsers._text import shown
 from labgpu_agent.parsers.nvidia_smi import QUERY_FIELDS
 from labgpu_agent.parsers.system import WATCHED_ENV, parse_devices, parse_id
 from labgpu_agent.smoke.base import SmokeResult
@@ -140,7 +141,10 @@ def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
                 part = parse(source.parser, raw.text)
                 extra = [parse(other, raw.text) for other in source.also]
         except ParseError as exc:
-            first_line = raw.text.strip().splitlines()[0][:200] if raw.text.strip() else "no output"
+            # Printable and bounded: the status goes into the report, which refuses NUL bytes.
+            first_line = (
+                shown(raw.text.strip().splitlines()[0]) if raw.text.strip() else "no output"
+            )
             status[name] = f"error: exit {raw.exit_code}: {first_line}"
             if raw.exit_code == 0 and exc.problem is not None:
                 parts.append(Facts(parse_problems=[exc.problem]))  # a shape we cannot read
