@@ -147,3 +147,17 @@ def test_a_report_with_parse_findings_passes_the_shared_schema():
     ids = {f["id"] for f in report["findings"]}
     assert {"parse.amd_smi_metric", "parse.rocm_smi"} <= ids
     assert report["facts"]["parse_problems"][0]["tool"] in {"amd-smi-metric", "rocm-smi"}
+
+
+def test_control_bytes_in_what_a_tool_printed_never_reach_the_report():
+    """A NUL in a kernel log line or a GPU name would make the API refuse the whole report."""
+    facts = facts_from_outputs(
+        {
+            "dmesg": RawOutput("[ 1.0] amdgpu 0000:83:00.0: GPU reset begin!\x00\x1b]0;x\x07\n"),
+            "rocm-smi": RawOutput('{"card0": {"Card Series": "AMD Instinct\\u0000 MI300X"}}'),
+        }
+    )
+    dumped = json.dumps(facts.to_dict())
+    assert "\\u0000" not in dumped and "\\u0007" not in dumped
+    assert facts.kernel_log_errors and "GPU reset" in facts.kernel_log_errors[0]
+    assert facts.gpus[0].model is not None and "MI300X" in facts.gpus[0].model

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import fields, is_dataclass
+from typing import Any
 
 from labgpu_agent.facts import Facts, ParseProblem
 from labgpu_agent.parsers._text import numbered_lines, shown, split_lines
@@ -144,6 +146,7 @@ def parse(tool: str, text: str) -> Facts:
             problem = _first_line_problem(text, f"{type(exc).__name__}: {exc}")
         problem.tool = tool
         raise ParseError(f"{tool}: cannot parse output: {problem.reason}", problem) from exc
+    _make_reportable(facts)
     for problem in facts.parse_problems:
         problem.tool = tool
     if truncated:
@@ -157,6 +160,31 @@ def parse(tool: str, text: str) -> Facts:
             first,
         )
     return facts
+
+
+# A fact is a short string; one longer than this came from garbage, and the API bounds strings.
+_MAX_FACT_CHARS = 1024
+
+
+def _clean_text(text: str) -> str:
+    # NUL and other control bytes a broken tool can print: the API refuses a report with NUL.
+    cleaned = "".join(ch if ch.isprintable() or ch in "\t" else "\ufffd" for ch in text)
+    return cleaned[:_MAX_FACT_CHARS]
+
+
+def _make_reportable(value: Any) -> Any:
+    """Every string a parser read, made printable and bounded, in place."""
+    if is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            setattr(value, f.name, _make_reportable(getattr(value, f.name)))
+        return value
+    if isinstance(value, str):
+        return _clean_text(value)
+    if isinstance(value, list):
+        return [_make_reportable(item) for item in value]
+    if isinstance(value, dict):
+        return {_clean_text(str(k)): _make_reportable(v) for k, v in value.items()}
+    return value
 
 
 def _read_nothing(facts: Facts) -> bool:
