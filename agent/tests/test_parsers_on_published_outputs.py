@@ -161,6 +161,14 @@ def test_amd_smi_version_with_the_kernel_banner_as_driver_version():
     assert facts.tool_versions["amd-smi"] == "25.3.0+ede62f2"
 
 
+def test_amd_smi_metric_text_with_a_list_wrapped_onto_continuation_lines():
+    """https://github.com/joular/powerjoular/issues/67"""
+    (gpu,) = parse_clean(
+        "amd-smi-metric", "amd-smi/metric_text_wrapped_lists_radeon_powerjoular67_excerpt.txt"
+    ).gpus
+    assert (gpu.index, gpu.utilisation_pct, gpu.power_draw_w) == (0, 0, 20)
+
+
 def test_a_truncated_rocm6_json_list_is_a_parse_problem_naming_the_cut():
     """https://github.com/henrygd/beszel/issues/737 (the thread as stored ends mid-list)"""
     text = read("amd-smi/metric_json_usage_w7700_rocm6_beszel737_truncated.json")
