@@ -161,3 +161,18 @@ def test_control_bytes_in_what_a_tool_printed_never_reach_the_report():
     assert "\\u0000" not in dumped and "\\u0007" not in dumped
     assert facts.kernel_log_errors and "GPU reset" in facts.kernel_log_errors[0]
     assert facts.gpus[0].model is not None and "MI300X" in facts.gpus[0].model
+
+
+@pytest.mark.parametrize(
+    ("tool", "capture"),
+    [
+        ("nvidia-smi", "nvidia-smi.txt"),
+        ("nvidia-smi-q", "nvidia-smi-q.txt"),
+        ("nvidia-smi-csv", "nvidia-smi-query.csv"),
+        ("nvidia-smi-csv", "nvidia-smi-query-after.csv"),
+    ],
+)
+def test_the_recorded_h200_outputs_raise_no_parse_finding(tool, capture):
+    """A healthy node must not warn because of the parse check (the H200 gate is warn-free)."""
+    text = (LOCAL_FIXTURES / "h200" / "captures" / capture).read_text()
+    assert parse(tool, text).parse_problems == []
