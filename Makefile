@@ -105,13 +105,23 @@ schema: install ## Regenerate backend/openapi.yaml from the code
 test: install ## Install what is needed and run every test (DATABASE_URL=postgres://… for PostgreSQL)
 	@mkdir -p var
 	$(MAKE) lint
-	cd $(BACKEND) && $(PY) -m pytest
+	cd $(BACKEND) && $(PY) -m pytest -m "not security"
+	$(MAKE) security
 ifneq ($(wildcard agent/pyproject.toml),)
 	cd agent && $(PY) -m pytest
 endif
 ifneq ($(HAS_FRONTEND),)
 	@if [ "$(FRONTEND_TESTS)" != "0" ]; then $(MAKE) test-frontend; fi
 endif
+
+.PHONY: security
+security: install ## Security regression suite: live gunicorn, production settings, schemathesis (0 5xx)
+	@mkdir -p var && rm -f var/security-report.txt
+	@[[ "$(DATABASE_URL)" == postgres* && -n "$(REDIS_URL)" ]] || \
+	  echo "make security: production runs PostgreSQL and Redis; set DATABASE_URL and REDIS_URL."
+	cd $(BACKEND) && LABGPU_SECURITY_REPORT=$(CURDIR)/var/security-report.txt \
+	  $(PY) -m pytest -m security --durations=5
+	@cat var/security-report.txt 2>/dev/null || true
 
 .PHONY: test-frontend
 test-frontend: ## SPA: generated client up to date, ESLint + vue-tsc, Vitest, build, bundle budget

@@ -13,6 +13,7 @@ from labgpu.accounts.services import token_create
 from labgpu.accounts.tests.factories import LabFactory, MembershipFactory, UserFactory
 from labgpu.catalog.tests.factories import InstanceTypeFactory, NodePoolFactory
 from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
+from labgpu.ops.tests.live_gunicorn import live_gunicorn  # noqa: F401  (a session fixture)
 from labgpu.quotas.tests.factories import QuotaFactory
 
 # The live test server listens with Django's small default backlog (10); the race tests open 32

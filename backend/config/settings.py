@@ -303,6 +303,10 @@ CELERY_BEAT_SCHEDULE = {
     "remind-ending-bookings": {"task": f"{_TASKS}.remind_ending_bookings", "schedule": every(60)},
     "fail-silent-nodes": {"task": f"{_TASKS}.fail_silent_nodes", "schedule": every(60)},
     "reconcile-all": {"task": f"{_TASKS}.reconcile_all", "schedule": every(60)},
+    "refresh-state-gauges": {
+        "task": "labgpu.ops.tasks.refresh_state_gauges",
+        "schedule": every(30),
+    },
     "purge-idempotency-keys": {
         "task": "labgpu.bookings.tasks.purge_idempotency_keys",
         "schedule": every(3600),
@@ -352,8 +356,10 @@ LOGGING = {
 }
 # Celery would otherwise replace the root logger's handlers with its own plain-text ones.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# /metrics answers only with `Authorization: Bearer <token>` when this is set.
+# /metrics answers only with `Authorization: Bearer <token>` when this is set. Production
+# (LABGPU_PRODUCTION=1) refuses to serve /metrics at all without it (docs/security.md).
 LABGPU_METRICS_TOKEN = os.environ.get("LABGPU_METRICS_TOKEN", "")
+LABGPU_METRICS_REQUIRE_TOKEN = env_bool("LABGPU_PRODUCTION") and not DEBUG
 
 # Content Security Policy, Django's own (https://docs.djangoproject.com/en/6.1/ref/csp/): the
 # Vite-built SPA and Swagger UI (drf-spectacular-sidecar) load scripts and styles from this origin

@@ -1,6 +1,7 @@
 """Prometheus metrics.
 
-- Gauges computed at scrape time from the database: bookings by status, nodes by state.
+- Gauges of bookings by status and nodes by state, counted by a beat task every 30 s into the
+  cache; a scrape reads that snapshot and never queries the database.
 - Counters and a histogram updated where the work happens: provider HTTP requests and errors
   (`InstrumentedTransport`, an httpx transport for the provider driver) and Celery task
   latencies (`labgpu.ops.signals`).
@@ -103,32 +104,59 @@ def provider_transport() -> InstrumentedTransport:
     return InstrumentedTransport()
 
 
-class DatabaseCollector(Collector):
-    """Bookings by status and nodes by state, counted when Prometheus scrapes."""
+STATE_GAUGES_KEY = "metrics:state-gauges"
+
+
+def state_gauges_refresh() -> dict:
+    """Count bookings by status and nodes by state (two queries) into the shared cache, where
+    every web process's /metrics reads them. Run by beat (`refresh-state-gauges`), so a scrape
+    never touches the database however often Prometheus, or anyone else, asks."""
+    from django.core.cache import cache
+    from django.db.models import Count
+
+    from labgpu.bookings.models import Booking
+    from labgpu.provisioning.models import Node
+
+    snapshot: dict = {"at": time.time()}
+    for name, model in (("bookings", Booking), ("nodes", Node)):
+        counts = dict.fromkeys(model.Status.values, 0)
+        for row in model.objects.values("status").annotate(n=Count("id")).order_by():
+            counts[row["status"]] = row["n"]
+        snapshot[name] = counts
+    cache.set(STATE_GAUGES_KEY, snapshot, timeout=None)
+    return snapshot
+
+
+class StateGaugesCollector(Collector):
+    """Bookings by status and nodes by state, from the snapshot state_gauges_refresh() left in
+    the cache (one cache read per scrape, no database). Absent until beat has run it once;
+    `labgpu_state_gauges_updated_timestamp_seconds` tells how fresh they are."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from django.db.models import Count
+        from django.core.cache import cache
 
-        from labgpu.bookings.models import Booking
-        from labgpu.provisioning.models import Node
-
-        for name, doc, label, model in (
-            ("labgpu_bookings", "Bookings by status.", "status", Booking),
-            ("labgpu_nodes", "Nodes by state.", "state", Node),
+        snapshot = cache.get(STATE_GAUGES_KEY)
+        if not snapshot:
+            return
+        for name, doc, label in (
+            ("bookings", "Bookings by status.", "status"),
+            ("nodes", "Nodes by state.", "state"),
         ):
-            family = GaugeMetricFamily(name, doc, labels=[label])
-            counts = dict.fromkeys(model.Status.values, 0)
-            for row in model.objects.values("status").annotate(n=Count("id")).order_by():
-                counts[row["status"]] = row["n"]
-            for value, count in sorted(counts.items()):
+            family = GaugeMetricFamily(f"labgpu_{name}", doc, labels=[label])
+            for value, count in sorted(snapshot[name].items()):
                 family.add_metric([value], count)
             yield family
+        yield GaugeMetricFamily(
+            "labgpu_state_gauges_updated_timestamp_seconds",
+            "When labgpu_bookings and labgpu_nodes were last counted (Unix time).",
+            value=snapshot["at"],
+        )
 
     def describe(self) -> list:
-        return []  # collect() needs the database: never at registration
+        return []  # collect() needs the cache: never at registration
 
 
-_database_collector = DatabaseCollector()
+_state_gauges = StateGaugesCollector()
 
 
 def scrape() -> bytes:
@@ -139,7 +167,7 @@ def scrape() -> bytes:
     else:
         registry = CollectorRegistry()
         registry.register(_ProcessMetrics())
-    registry.register(_database_collector)
+    registry.register(_state_gauges)
     return generate_latest(registry)
 
 

@@ -79,12 +79,24 @@ def readyz(request: HttpRequest) -> JsonResponse:
     )
 
 
+def _error(status: int, message: str, code: str) -> JsonResponse:
+    return JsonResponse({"message": message, "code": code, "extra": {}}, status=status)
+
+
 @never_cache
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus exposition. Cheap by construction (no database query: the state gauges come
+    from a snapshot beat refreshes), and in production only for holders of the metrics token."""
     token = settings.LABGPU_METRICS_TOKEN
+    if not token and settings.LABGPU_METRICS_REQUIRE_TOKEN:
+        return _error(
+            404, "Metrics are off: set LABGPU_METRICS_TOKEN to serve them.", "metrics_disabled"
+        )
     if token:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not hmac.compare_digest(given.encode(), token.encode()):
-            return HttpResponse("unauthorised\n", status=401, content_type="text/plain")
+            response = _error(401, "Send the metrics token as a bearer token.", "not_authenticated")
+            response["WWW-Authenticate"] = "Bearer"
+            return response
     return HttpResponse(scrape(), content_type="text/plain; version=0.0.4; charset=utf-8")

@@ -130,3 +130,13 @@ def test_the_dockerfile_is_multi_stage_and_runs_unprivileged():
     assert "npm run build" in text and "COPY --from=frontend" in text
     assert re.search(r"^USER (?!root)\w+", text, flags=re.MULTILINE)
     assert "collectstatic" in text
+
+
+def test_gunicorn_finds_its_config_wherever_it_is_started():
+    """gunicorn reads ./gunicorn.conf.py (JSON error pages, redacted access log): the Procfile
+    starts it in backend/, the image in /app, which is backend/ copied."""
+    assert (REPO / "backend" / "gunicorn.conf.py").is_file()
+    dockerfile = DOCKERFILE.read_text()
+    assert "COPY backend/ /app/" in dockerfile and "WORKDIR /app" in dockerfile
+    assert '"gunicorn", "config.wsgi"' in dockerfile
+    assert "gunicorn config.wsgi" in (REPO / "backend" / "Procfile").read_text()

@@ -9,13 +9,17 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import client_for
 from labgpu.bookings.models import Booking
+from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.ops.logging import ContextFilter, JsonFormatter
 from labgpu.ops.metrics import InstrumentedTransport, route_of
+from labgpu.ops.tasks import refresh_state_gauges
 from labgpu.provisioning.models import Node
 
 
@@ -77,9 +81,10 @@ def test_probes_and_metrics_are_not_in_the_api_schema():
         assert f"  {path}:" not in schema
 
 
-def test_metrics_count_bookings_by_status_and_nodes_by_state_at_scrape_time(
+def test_metrics_count_bookings_by_status_and_nodes_by_state_when_beat_refreshes_them(
     client, alice, pool, quotas, tomorrow
 ):
+    refresh_state_gauges()
     before = scrape(client)
     assert sum(v for (name, _), v in before.items() if name == "labgpu_bookings") == 0
     assert before[("labgpu_nodes", (("state", "ready"),))] == 0
@@ -95,6 +100,8 @@ def test_metrics_count_bookings_by_status_and_nodes_by_state_at_scrape_time(
         )
         assert response.status_code == 201, response.content
     status = Booking.objects.first().status
+    assert scrape(client)[("labgpu_bookings", (("status", status),))] == 0  # not yet counted
+    refresh_state_gauges()
     after = scrape(client)
     assert after[("labgpu_bookings", (("status", status),))] == 2
     statuses = {s for (name, labels) in after if name == "labgpu_bookings" for _, s in labels}
@@ -102,6 +109,21 @@ def test_metrics_count_bookings_by_status_and_nodes_by_state_at_scrape_time(
     assert {s for (name, labels) in after if name == "labgpu_nodes" for _, s in labels} == set(
         Node.Status.values
     )
+
+
+@pytest.mark.security
+def test_metrics_scrape_runs_no_database_query(client, alice, pool, quotas, tomorrow):
+    """Issue 11 item 14: a scrape used to count bookings and nodes in the database each time;
+    now it reads the snapshot beat leaves in the cache, so /metrics costs no query."""
+    BookingFactory(user=alice, lab=alice.labs.first(), pool=pool, start=tomorrow)
+    refresh_state_gauges()
+    with CaptureQueriesContext(connection) as queries:
+        samples = scrape(client)
+        scrape(client)
+    assert [q["sql"] for q in queries.captured_queries] == []
+    booked = Booking.objects.get()
+    assert samples[("labgpu_bookings", (("status", booked.status),))] == 1
+    assert samples[("labgpu_state_gauges_updated_timestamp_seconds", ())] > 0
 
 
 @pytest.mark.django_db

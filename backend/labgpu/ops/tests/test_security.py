@@ -21,6 +21,7 @@ from labgpu.ops.logging import ContextFilter, JsonFormatter
 from labgpu.provisioning.drivers import driver_for
 
 BACKEND = Path(__file__).resolve().parents[3]
+pytestmark = pytest.mark.security
 
 
 def production_env(**extra: str) -> dict[str, str]:
