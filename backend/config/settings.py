@@ -311,17 +311,25 @@ CELERY_BEAT_SCHEDULE = {
         "task": "labgpu.bookings.tasks.purge_idempotency_keys",
         "schedule": every(3600),
     },
+    # Tasks whose publish met an absent broker (labgpu/core/outbox.py).
+    "relay-outbox": {"task": "labgpu.core.tasks.relay_outbox", "schedule": every(10)},
 }
 
 # --- Lifecycle ----------------------------------------------------------------------------------
 # The URL agents on the nodes use to reach this API.
 LABGPU_PUBLIC_API_URL = os.environ.get("LABGPU_PUBLIC_API_URL", "http://127.0.0.1:8000")
+# Booting nodes are watched with one provider listing per account per interval (not per node).
 LABGPU_POLL_INTERVAL_S = float(os.environ.get("LABGPU_POLL_INTERVAL_S", "10"))
+CELERY_BEAT_SCHEDULE["poll-nodes"] = {
+    "task": f"{_TASKS}.poll_nodes",
+    "schedule": max(0.5, LABGPU_POLL_INTERVAL_S),
+}
 LABGPU_BOOT_TIMEOUT_S = int(os.environ.get("LABGPU_BOOT_TIMEOUT_S", str(15 * 60)))
 LABGPU_AGENT_REPORT_TIMEOUT_S = int(os.environ.get("LABGPU_AGENT_REPORT_TIMEOUT_S", str(15 * 60)))
 LABGPU_STUCK_AFTER_S = int(os.environ.get("LABGPU_STUCK_AFTER_S", "120"))
-# A provider call inside a task is bounded by attempts × (timeout + wait) < the node's lease.
-LABGPU_PROVIDER_LEASE_S = int(os.environ.get("LABGPU_PROVIDER_LEASE_S", "300"))
+# One worker at a time talks to the provider about a node. A thread renews the lease every third of
+# this while the worker works, so a killed worker delays the node's retry or teardown by at most it.
+LABGPU_PROVIDER_LEASE_S = int(os.environ.get("LABGPU_PROVIDER_LEASE_S", "30"))
 LABGPU_PROVIDER_MAX_ATTEMPTS = int(os.environ.get("LABGPU_PROVIDER_MAX_ATTEMPTS", "3"))
 LABGPU_PROVIDER_MAX_RETRY_WAIT_S = float(os.environ.get("LABGPU_PROVIDER_MAX_RETRY_WAIT_S", "10"))
 # Provider tokens go to https://api.digitalocean.com only, unless this lists other origins

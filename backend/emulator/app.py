@@ -445,6 +445,7 @@ class Emulator:
             "counters": self.counters.as_dict(),
             "droplets": droplets,
             "ssh_keys": sorted(self.store.ssh_keys.values(), key=lambda k: int(k["id"])),
+            "ledger": sorted(self.store.ledger.values(), key=lambda e: e["id"]),
         }
 
 

@@ -268,6 +268,9 @@ class Store:
         self.actions: dict[int, dict[str, Any]] = {}
         #: key id -> {id, name, public_key, fingerprint}
         self.ssh_keys: dict[int, dict[str, Any]] = {}
+        # The provider's own bill: every droplet ever created, when it started and stopped
+        # existing. Tests check LabGPU's usage records against it (I-8), never against ours.
+        self.ledger: dict[int, dict[str, Any]] = {}
         self.faults = Faults()
         self.next_id = FIRST_DROPLET_ID
         self.next_action_id = 900_000_001
@@ -287,6 +290,7 @@ class Store:
         self.ip_counter = int(data.get("ip_counter", 0))
         self.faults = Faults()
         self.faults.update(data.get("faults", {}))
+        self.ledger = {int(k): v for k, v in data.get("ledger", {}).items()}
         for item in data.get("droplets", []):
             droplet = EmuDroplet.from_dict(dict(item))
             self.droplets[droplet.id] = droplet
@@ -309,6 +313,7 @@ class Store:
             "droplets": [{**vars(d), "agent": dict(vars(d.agent))} for d in self.droplets.values()],
             "actions": list(self.actions.values()),
             "ssh_keys": list(self.ssh_keys.values()),
+            "ledger": self.ledger,
         }
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
         # write-then-rename so a crash never leaves a half-written state file
@@ -322,6 +327,7 @@ class Store:
         self.droplets.clear()
         self.actions.clear()
         self.ssh_keys.clear()
+        self.ledger.clear()
         self.faults = Faults()
         if stock:
             self.faults.update({"stock": stock})
@@ -539,8 +545,23 @@ class Store:
         )
         self.droplets[droplet_id] = droplet
         self._take_stock(size, region)
+        self.ledger[droplet_id] = {
+            "id": droplet_id,
+            "name": name,
+            "tags": droplet.tags,
+            "region": region,
+            "size": size,
+            "created_at": now,
+            "delete_requested_at": None,
+            "gone_at": None,
+        }
         self.dirty = True
         return droplet
+
+    def _gone(self, droplet: EmuDroplet, at: float) -> None:
+        entry = self.ledger.get(droplet.id)
+        if entry is not None and entry["gone_at"] is None:
+            entry["gone_at"] = at
 
     def get(self, droplet_id: int) -> EmuDroplet:
         droplet = self.droplets.get(droplet_id)
@@ -556,6 +577,9 @@ class Store:
         if droplet.gone_at is None:
             droplet.gone_at = now + self.faults.slow_delete_s
             droplet.status = "off"
+            entry = self.ledger.get(droplet_id)
+            if entry is not None:
+                entry["delete_requested_at"] = now
             self.dirty = True
         return droplet
 
@@ -588,6 +612,7 @@ class Store:
         droplet = self.get(droplet_id)
         del self.droplets[droplet_id]
         self._return_stock(droplet)
+        self._gone(droplet, time.time())
         self.dirty = True
         return droplet
 
@@ -614,6 +639,7 @@ class Store:
         for droplet in removed:
             del self.droplets[droplet.id]
             self._return_stock(droplet)
+            self._gone(droplet, now)
             self.dirty = True
         return activated, removed
 

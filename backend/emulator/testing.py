@@ -77,6 +77,10 @@ class EmulatorHandle:
     def droplets(self) -> list[dict[str, Any]]:
         return self.state()["droplets"]
 
+    def ledger(self) -> list[dict[str, Any]]:
+        """Every droplet ever created: id, name, tags, created_at, gone_at (epoch seconds)."""
+        return self.state()["ledger"]
+
     def set_faults(self, **faults: Any) -> dict[str, Any]:
         """Replace the named faults (see `emulator.state.Faults`)."""
         return self._call("POST", "/_emulator/faults", faults)

@@ -30,7 +30,12 @@ from labgpu.accounts.services import TOKEN_PREFIX, hash_token
 from labgpu.api.parsers import loads_bounded
 from labgpu.api.throttling import PrincipalRateThrottle
 from labgpu.bookings.models import Booking
-from labgpu.bookings.services import ON_DEMAND_TOLERANCE, idempotency_fingerprint
+from labgpu.bookings.services import (
+    ON_DEMAND_TOLERANCE,
+    START_BOOKING_TASK,
+    idempotency_fingerprint,
+)
+from labgpu.core.outbox import publish_best_effort
 from labgpu.core.timeutils import now
 
 logger = logging.getLogger(__name__)
@@ -117,6 +122,9 @@ def book_express(request: HttpRequest) -> HttpResponse | None:
     request.express_throttle = throttle  # type: ignore[attr-defined]
     if "defer" in row:
         return None
+    if on_demand and row["status"] == "scheduled":
+        # Due now: start at once (the start sweep re-drives it if the broker is away).
+        publish_best_effort(START_BOOKING_TASK, row["id"])
     body = _booking_body(row, wanted, start=start, on_demand=on_demand, moment=moment)
     # As DRF's JSONRenderer: compact UTF-8, with U+2028/2029 escaped for JavaScript's sake.
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))

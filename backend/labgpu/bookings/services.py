@@ -23,6 +23,7 @@ from labgpu.bookings.selectors import (
 )
 from labgpu.catalog.models import Blackout, NodePool
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
+from labgpu.core.outbox import enqueue_on_commit
 from labgpu.core.timeutils import is_aligned, now
 from labgpu.core.transitions import transition
 from labgpu.quotas.services import quota_check_and_lock, quota_notify_thresholds
@@ -390,7 +391,18 @@ def _booking_create(
             "pool": pool.slug,
         },
     )
+    _start_if_due(booking)
     return booking
+
+
+START_BOOKING_TASK = "labgpu.provisioning.tasks.start_booking"
+
+
+def _start_if_due(booking: Booking) -> None:
+    """A booking whose provisioning is due already starts once it commits, not at the next sweep
+    (the sweep stays the backstop)."""
+    if booking.status == Status.SCHEDULED and booking.reserved_start <= now():
+        enqueue_on_commit(START_BOOKING_TASK, booking.pk)
 
 
 @transaction.atomic

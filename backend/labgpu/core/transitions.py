@@ -4,6 +4,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import models
+from django.db.models import Q
 
 from labgpu.core.timeutils import now
 
@@ -14,17 +15,20 @@ def transition(
     pk: Any,
     from_statuses: Iterable[str],
     to_status: str,
+    condition: Q | None = None,
     **fields: Any,
 ) -> bool:
     """Move row `pk` to `to_status` only if it is still in one of `from_statuses`.
 
+    `condition` adds what else must hold at that instant (e.g. a node is ready only with an IP).
     Returns whether this caller won. The winner stamps `status_changed_at` and `updated_at` and
     appends the transition to the audit log (decisions add their own entry with actor and reason).
     """
     moment = now()
-    moved = model._default_manager.filter(pk=pk, status__in=list(from_statuses)).update(
-        status=to_status, status_changed_at=moment, updated_at=moment, **fields
-    )
+    rows = model._default_manager.filter(pk=pk, status__in=list(from_statuses))
+    if condition is not None:
+        rows = rows.filter(condition)
+    moved = rows.update(status=to_status, status_changed_at=moment, updated_at=moment, **fields)
     if moved:
         from labgpu.audit.models import AuditEvent
 

@@ -3,14 +3,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from labgpu_agent.report import ReportValidationError, validate_report
 
 from labgpu.audit.services import audit_record
+from labgpu.core.crashpoints import crash_point
 from labgpu.core.errors import ApplicationError, Conflict
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.health import limits
 from labgpu.health.models import HealthReport
+from labgpu.providers import ProviderError
 from labgpu.provisioning import services as lifecycle
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
@@ -18,8 +21,25 @@ from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
 NodeStatus = Node.Status
 
 
+class DropletUnknown(ApplicationError):
+    """The agent is up but its droplet is not recorded yet; it retries (I-8: no node leaves
+    `creating` without its droplet)."""
+
+    status_code = 503
+    default_code = "node_not_ready"
+
+
 def agent_bootstrap(*, node: Node) -> dict[str, Any]:
-    """Trade the single-use bootstrap token for a heartbeat token; the node is now checking."""
+    """Trade the single-use bootstrap token for a heartbeat token; the node is now checking.
+
+    A node leaves `creating` only with its droplet recorded: when the create's answer was lost
+    (a worker died after the POST), adopt the droplet by its tag first, or ask the agent to retry.
+    """
+    if not node.provider_id and not _adopt_droplet(node):
+        raise DropletUnknown(
+            "The node's droplet is not recorded yet; retry shortly.", extra={"retry_after_s": 5}
+        )
+    crash_point("bootstrap.before_claim")
     token = new_heartbeat_token()
     with transaction.atomic():
         claimed = Node.objects.filter(pk=node.pk, bootstrap_used_at__isnull=True).update(
@@ -36,11 +56,13 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
             pk=node.pk,
             from_statuses=[NodeStatus.CREATING, NodeStatus.BOOTING],
             to_status=NodeStatus.CHECKING,
+            condition=~Q(provider_id=""),
         )
         if not moved:
             raise Conflict(
                 f"Node is {node.status}; it does not accept an agent now.", code="invalid_status"
             )
+        crash_point("bootstrap.before_commit")
     pool = node.booking.pool
     instance_type = pool.instance_type
     return {
@@ -72,7 +94,7 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
     Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
     if node.status in (NodeStatus.CHECKING, NodeStatus.BOOTING):
         if report.verdict in HealthReport.PASSING:
-            lifecycle.node_mark_ready(node=node)
+            lifecycle.node_report_passed(node=node)
         else:
             failing = [f for f in report.findings if f.get("severity") == "fail"]
             summary = "; ".join(f.get("message", f.get("id", "")) for f in failing[:3])
@@ -102,6 +124,13 @@ def report_validate(payload: Any) -> datetime:
         code="invalid_report",
         extra={"path": path, "fields": {path or "report": [message]}},
     )
+
+
+def _adopt_droplet(node: Node) -> bool:
+    try:
+        return lifecycle.node_adopt(node_id=node.pk)
+    except ProviderError:
+        return False  # the provider is unreachable: the agent retries
 
 
 DEEP_CHECK_FROM = (NodeStatus.CHECKING, NodeStatus.READY)

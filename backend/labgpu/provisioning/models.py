@@ -71,6 +71,8 @@ class Node(BaseModel):
 
     provider_created_at = models.DateTimeField(null=True, blank=True)
     active_at = models.DateTimeField(null=True, blank=True)
+    # When the agent's report passed; the node is ready once its IP is known too (I-5).
+    passed_at = models.DateTimeField(null=True, blank=True)
     ready_at = models.DateTimeField(null=True, blank=True)
     destroy_requested_at = models.DateTimeField(null=True, blank=True)
     destroyed_at = models.DateTimeField(null=True, blank=True)
@@ -87,6 +89,17 @@ class Node(BaseModel):
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["booking", "attempt"], name="node_unique_attempt"),
+            # Nothing is handed over that is not usable: a ready node has its droplet, its address
+            # and a passing report, whatever code path (or crash) moved it (I-5, I-8).
+            models.CheckConstraint(
+                condition=~models.Q(status="ready")
+                | (
+                    ~models.Q(provider_id="")
+                    & models.Q(public_ip__isnull=False)
+                    & models.Q(passed_at__isnull=False)
+                ),
+                name="node_ready_is_usable",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -7,19 +7,23 @@ database transactions; what they produce is recorded with conditional UPDATEs af
 
 import logging
 import secrets
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.core.cache import cache
+from django.db import connection, models, transaction
 from django.db.models import Q
 
 from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking
 from labgpu.catalog.models import ProviderAccount
+from labgpu.core.crashpoints import crash_point
+from labgpu.core.outbox import enqueue_on_commit
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.providers import (
@@ -44,11 +48,13 @@ MAX_ATTEMPTS = 2  # the first node, and one replacement (I-5)
 ALIVE_AFTER_CREATE = [NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY]
 
 
-def _on_commit_enqueue(task_name: str, *args: object, countdown: float = 0) -> None:
-    from labgpu.provisioning import tasks
+# A node is handed over only with a droplet we know, its address and a passing report (I-5, I-8).
+USABLE = ~Q(provider_id="") & Q(public_ip__isnull=False) & Q(passed_at__isnull=False)
 
-    task = getattr(tasks, task_name)
-    transaction.on_commit(lambda: task.apply_async(args=args, countdown=countdown))
+
+def _on_commit_enqueue(task_name: str, *args: object, countdown: float = 0) -> None:
+    """Through the outbox: a broker that is away never fails the caller or loses the work."""
+    enqueue_on_commit(f"labgpu.provisioning.tasks.{task_name}", *args, countdown=countdown)
 
 
 # --- Sweeps (beat) --------------------------------------------------------------------------------
@@ -85,6 +91,7 @@ def booking_start(*, booking_id: int) -> bool:
         to_status=BookingStatus.PROVISIONING,
     ):
         return False
+    crash_point("start.before_node_request")
     _node_request(booking=booking, attempt=1)
     return True
 
@@ -128,6 +135,7 @@ def bookings_end_due(*, batch: int = 100) -> int:
             from_statuses=[BookingStatus.PROVISIONING, BookingStatus.READY],
             to_status=BookingStatus.ENDING,
         )
+        crash_point("end.after_ending")
     return moved
 
 
@@ -175,7 +183,12 @@ class LeaseLost(ProviderTransientError):
 
 @contextmanager
 def _node_lease(node_id: int) -> Iterator[bool]:
-    """Hold the node's provider lease for the block; yields False when another worker has it."""
+    """Hold the node's provider lease for the block; yields False when another worker has it.
+
+    The lease is short (LABGPU_PROVIDER_LEASE_S) and a thread renews it while the block runs, so
+    a slow provider call keeps it, and a killed worker's lease lapses within that time instead of
+    holding the node's retries and teardown up for minutes.
+    """
     token = secrets.token_hex(8)
     _current_lease.set(token)
     moment = now()
@@ -187,13 +200,31 @@ def _node_lease(node_id: int) -> Iterator[bool]:
             lease_until=moment + timedelta(seconds=settings.LABGPU_PROVIDER_LEASE_S),
         )
     )
+    if not claimed:
+        yield False
+        return
+    stop = threading.Event()
+    renewer = threading.Thread(
+        target=_keep_lease, args=(node_id, token, stop), name=f"lease-{node_id}", daemon=True
+    )
+    renewer.start()
     try:
-        yield bool(claimed)
+        yield True
     finally:
-        if claimed:
+        stop.set()
+        renewer.join()
+        Node.objects.filter(pk=node_id, lease_token=token).update(lease_token="", lease_until=None)
+
+
+def _keep_lease(node_id: int, token: str, stop: threading.Event) -> None:
+    period = settings.LABGPU_PROVIDER_LEASE_S / 3
+    try:
+        while not stop.wait(period):
             Node.objects.filter(pk=node_id, lease_token=token).update(
-                lease_token="", lease_until=None
+                lease_until=now() + timedelta(seconds=settings.LABGPU_PROVIDER_LEASE_S)
             )
+    finally:
+        connection.close()  # this thread's own connection
 
 
 def _renew_lease(node_id: int):  # type: ignore[no-untyped-def]
@@ -208,6 +239,7 @@ def _renew_lease(node_id: int):  # type: ignore[no-untyped-def]
         ).update(lease_until=moment + timedelta(seconds=settings.LABGPU_PROVIDER_LEASE_S))
         if not extended:
             raise LeaseLost(f"node {node_id}: lease lost before create; not creating")
+        crash_point("provision.before_create_post")
 
     return renew
 
@@ -226,20 +258,35 @@ def _node_provision(*, node_id: int) -> None:
     node = Node.objects.select_related("booking__user", "booking__pool__instance_type").get(
         pk=node_id
     )
+    first_try = False
     if node.status == NodeStatus.REQUESTED:
         if not transition(
             Node, pk=node.pk, from_statuses=[NodeStatus.REQUESTED], to_status=NodeStatus.CREATING
         ):
             return
+        first_try = True  # no create can have happened for this node before this one
+        crash_point("provision.after_creating")
+    elif node.status in ALIVE_AFTER_CREATE and not node.provider_id:
+        # The agent checked in before the create's answer was recorded (a worker died between):
+        # the droplet exists, so adopt it now rather than leave it unmetered.
+        node_adopt(node_id=node.pk)
+        return
     elif node.status != NodeStatus.CREATING or node.provider_id:
         return  # already past creation, or another worker got there
     spec = _droplet_spec(node)
     try:
         with driver_for(node.provider_account) as driver:
-            droplet, adopted = create_or_adopt(driver, spec, before_create=_renew_lease(node.pk))
+            if first_try:
+                _renew_lease(node.pk)()
+                droplet, adopted = driver.create(spec), False
+            else:
+                droplet, adopted = create_or_adopt(
+                    driver, spec, before_create=_renew_lease(node.pk)
+                )
     except ProviderPermanentError as error:
         node_fail(node_id=node.pk, reason=f"The provider refused to create the node: {error}")
         return
+    crash_point("provision.after_create_post")
     recorded = _record_droplet(node.pk, droplet, statuses=[NodeStatus.CREATING])
     if not recorded:
         node.refresh_from_db()
@@ -247,10 +294,8 @@ def _node_provision(*, node_id: int) -> None:
             return  # already recorded
         if node.provider_id:
             # A second droplet for this node (a create that outlived its lease): keep the one
-            # recorded, destroy this one now; reconciliation would otherwise do it (I-3, I-4).
-            with driver_for(node.provider_account) as driver:
-                driver.destroy(droplet.id)
-            logger.warning("node %s: destroyed duplicate droplet %s", node.pk, droplet.id)
+            # recorded, destroy this one now and meter it (I-3, I-4, I-8).
+            _destroy_stray(node=node, droplet=droplet)
             return
         # A create that answered 5xx but succeeded boots the droplet, and its agent may check in
         # (moving the node on) before this retry adopts it: record it, the node is alive.
@@ -259,8 +304,24 @@ def _node_provision(*, node_id: int) -> None:
             # The node was given up meanwhile (cancelled, failed): its droplet must not outlive it.
             _node_teardown(node_id=node.pk)
             return
+    crash_point("provision.after_record")
     logger.info("node %s: droplet %s %s", node.pk, droplet.id, "adopted" if adopted else "created")
-    _on_commit_enqueue("poll_node", node.pk, countdown=settings.LABGPU_POLL_INTERVAL_S)
+
+
+def node_adopt(*, node_id: int) -> bool:
+    """Record the droplet carrying the node's tag when we have none recorded (a create whose
+    answer was lost). Returns whether the node now knows its droplet."""
+    node = Node.objects.select_related("provider_account").get(pk=node_id)
+    if node.provider_id:
+        return True
+    with driver_for(node.provider_account) as driver:
+        found = sorted(driver.find_by_tag(node_tag(node.pk)), key=lambda d: d.id)
+    if not found:
+        return False
+    statuses = [*ALIVE_AFTER_CREATE, NodeStatus.CREATING]
+    if _record_droplet(node.pk, found[0], statuses=statuses):
+        logger.info("node %s: adopted droplet %s by its tag", node.pk, found[0].id)
+    return Node.objects.filter(pk=node.pk).exclude(provider_id="").exists()
 
 
 def _record_droplet(node_id: int, droplet: Droplet, *, statuses: list[str]) -> int:
@@ -268,7 +329,24 @@ def _record_droplet(node_id: int, droplet: Droplet, *, statuses: list[str]) -> i
         provider_id=str(droplet.id),
         provider_created_at=droplet.created_at or now(),
         public_ip=droplet.public_ipv4,
+        updated_at=now(),
     )
+
+
+def _destroy_stray(*, node: Node, droplet: Droplet) -> None:
+    """Destroy a droplet that is not the node's recorded one, and bill it to us, not the lab."""
+    from labgpu.usage.services import usage_record_droplet
+
+    with driver_for(node.provider_account) as driver:
+        driver.destroy(droplet.id)
+    usage_record_droplet(
+        node=node,
+        droplet_id=str(droplet.id),
+        started_at=droplet.created_at or now(),
+        ended_at=now(),
+        charged=False,
+    )
+    logger.warning("node %s: destroyed stray droplet %s", node.pk, droplet.id)
 
 
 def _droplet_spec(node: Node) -> DropletSpec:
@@ -290,43 +368,86 @@ def _droplet_spec(node: Node) -> DropletSpec:
     )
 
 
-def node_poll(*, node_id: int) -> bool:
-    """Wait for the droplet to be active and to have its public IP; returns whether to poll again.
+def nodes_poll(*, account_id: int) -> int:
+    """Watch every node of the account that waits on its droplet, with ONE listing per call (not a
+    GET per node), so hundreds of booting nodes cost a handful of requests a minute.
 
-    The agent may report before this poll sees `active` (it moves the node on by itself), so the
-    poll also keeps going until the IP is known: the user needs it for SSH.
+    Moves `creating` nodes to `booting` once their droplet is active, learns public IPs, and hands a
+    checked node over once its IP is known. Returns how many nodes it looked at.
     """
-    node = Node.objects.get(pk=node_id)
-    waiting = (NodeStatus.CREATING, NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY)
-    if node.status not in waiting or not node.provider_id:
-        return False
-    if node.status != NodeStatus.CREATING and node.public_ip:
-        return False
-    if node.status_changed_at and now() - node.status_changed_at > timedelta(
-        seconds=settings.LABGPU_BOOT_TIMEOUT_S
-    ):
-        if node.status == NodeStatus.CREATING:
-            node_fail(node_id=node.pk, reason="The droplet did not become active in time.")
-        return False
-    try:
-        with driver_for(node.provider_account) as driver:
-            droplet = driver.get(int(node.provider_id))
-    except ProviderNotFound:
-        node_fail(node_id=node.pk, reason="The droplet disappeared while booting.")
-        return False
-    if droplet.public_ipv4 and not node.public_ip:
-        Node.objects.filter(pk=node.pk).update(public_ip=droplet.public_ipv4)
-    if droplet.status != "active":
-        Node.objects.filter(pk=node.pk).update(updated_at=now())  # alive: not stuck
-        return True
-    transition(
-        Node,
-        pk=node.pk,
-        from_statuses=[NodeStatus.CREATING],
-        to_status=NodeStatus.BOOTING,
-        active_at=now(),
+    waiting = list(
+        Node.objects.filter(provider_account_id=account_id)
+        .exclude(provider_id="")
+        .filter(
+            Q(status=NodeStatus.CREATING)
+            | Q(status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING], public_ip__isnull=True)
+        )
     )
-    return droplet.public_ipv4 is None
+    if not waiting:
+        return 0
+    account = ProviderAccount.objects.get(pk=account_id)
+    with driver_for(account) as driver:
+        listed = {str(d.id): d for d in driver.list_ours()}
+        crash_point("poll.after_list")
+        for node in waiting:
+            droplet = listed.get(node.provider_id)
+            if droplet is None:
+                try:  # a listing can lag behind a create: ask once before believing it gone
+                    droplet = driver.get(int(node.provider_id))
+                except ProviderNotFound:
+                    node_fail(node_id=node.pk, reason="The droplet disappeared while booting.")
+                    continue
+            _node_observe(node, droplet)
+    return len(waiting)
+
+
+def _node_observe(node: Node, droplet: Droplet) -> None:
+    if droplet.public_ipv4 and not node.public_ip:
+        Node.objects.filter(pk=node.pk, public_ip__isnull=True).update(
+            public_ip=droplet.public_ipv4, updated_at=now()
+        )
+    if node.status == NodeStatus.CREATING:
+        if droplet.status == "active":
+            transition(
+                Node,
+                pk=node.pk,
+                from_statuses=[NodeStatus.CREATING],
+                to_status=NodeStatus.BOOTING,
+                active_at=now(),
+            )
+        elif node.status_changed_at and now() - node.status_changed_at > timedelta(
+            seconds=settings.LABGPU_BOOT_TIMEOUT_S
+        ):
+            node_fail(node_id=node.pk, reason="The droplet did not become active in time.")
+            return
+        else:
+            Node.objects.filter(pk=node.pk).update(updated_at=now())  # alive: not stuck
+    if droplet.public_ipv4:
+        _node_ready_if_usable(node_id=node.pk)
+
+
+def accounts_to_poll() -> list[int]:
+    """Accounts with a node waiting on its droplet, each at most once per poll interval (several
+    beats or workers must not multiply the provider requests)."""
+    ids = (
+        Node.objects.exclude(provider_id="")
+        .filter(
+            Q(status=NodeStatus.CREATING)
+            | Q(status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING], public_ip__isnull=True)
+        )
+        .values_list("provider_account_id", flat=True)
+        .distinct()
+    )
+    interval = max(1, int(settings.LABGPU_POLL_INTERVAL_S * 0.8))
+    due = []
+    for account_id in ids:
+        try:
+            fresh = cache.add(f"labgpu:poll:{account_id}", 1, timeout=interval)
+        except Exception:  # the cache is away: poll anyway, polling is idempotent
+            fresh = True
+        if fresh:
+            due.append(account_id)
+    return due
 
 
 def node_drain(*, node_id: int) -> None:
@@ -372,20 +493,29 @@ def _node_teardown(*, node_id: int) -> None:
     Node.objects.filter(pk=node.pk).update(
         teardown_attempts=node.teardown_attempts + 1, updated_at=now()
     )
+    crash_point("teardown.after_destroying")
     with driver_for(node.provider_account) as driver:
-        droplet_ids = (
-            [int(node.provider_id)]
-            if node.provider_id
-            else [d.id for d in driver.find_by_tag(node_tag(node.pk))]
-        )
+        if node.provider_id:
+            droplet_ids = [int(node.provider_id)]
+        else:
+            # An ambiguous create may have made a droplet after all: look its tag up, and record
+            # it before destroying it, so it is metered (I-8).
+            found = sorted(driver.find_by_tag(node_tag(node.pk)), key=lambda d: d.id)
+            if found:
+                _record_droplet(node.pk, found[0], statuses=[NodeStatus.DESTROYING])
+            for stray in found[1:]:
+                _destroy_stray(node=node, droplet=stray)
+            droplet_ids = [found[0].id] if found else []
         for droplet_id in droplet_ids:
             driver.destroy(droplet_id)
+        crash_point("teardown.after_delete")
         for droplet_id in droplet_ids:
             try:
                 driver.get(droplet_id)
             except ProviderNotFound:
                 continue
             raise NodeStillExists(f"droplet {droplet_id} of node {node.pk} is still deleting")
+    crash_point("teardown.after_confirm")
     with transaction.atomic():
         if transition(
             Node,
@@ -399,6 +529,7 @@ def _node_teardown(*, node_id: int) -> None:
             node.refresh_from_db()
             usage_record_node(node=node)
             audit_record(actor=None, action="node.destroyed", target=node)
+    crash_point("teardown.after_destroyed")
     booking_complete_if_done(booking_id=node.booking_id)
 
 
@@ -433,6 +564,7 @@ def node_fail(*, node_id: int, reason: str, findings: list | None = None) -> boo
             lab=node.booking.lab,
             data={"reason": reason, "findings": findings or []},
         )
+        crash_point("fail.before_commit")
         _on_commit_enqueue("teardown_node", node.pk)
         _replace_or_fail_booking(node=node, reason=reason)
     return True
@@ -479,6 +611,7 @@ def booking_complete_if_done(*, booking_id: int) -> None:
         from labgpu.usage.services import booking_meter
 
         if booking.status == BookingStatus.ENDING:
+            crash_point("complete.before_meter")
             booking_meter(booking=booking)
             transition(
                 Booking,
@@ -493,24 +626,34 @@ def booking_complete_if_done(*, booking_id: int) -> None:
 # --- Agent reports --------------------------------------------------------------------------------
 
 
-def node_mark_ready(*, node: Node) -> None:
-    """A passing report: the node is ready, and so is its booking (I-5)."""
+def node_report_passed(*, node: Node) -> None:
+    """A passing report: remember it, and hand the node over if it is usable (I-5)."""
+    Node.objects.filter(pk=node.pk, passed_at__isnull=True).update(passed_at=now())
+    crash_point("report.after_passed")
+    _node_ready_if_usable(node_id=node.pk)
+
+
+def _node_ready_if_usable(*, node_id: int) -> None:
+    """Ready needs a known droplet, its IP and a passing report; whichever comes last (the report,
+    or the poll that learns the IP) makes the node and its booking ready."""
     with transaction.atomic():
         if not transition(
             Node,
-            pk=node.pk,
+            pk=node_id,
             from_statuses=[NodeStatus.CHECKING, NodeStatus.BOOTING],
             to_status=NodeStatus.READY,
+            condition=USABLE,
             ready_at=now(),
         ):
             return
+        booking_id = Node.objects.values_list("booking_id", flat=True).get(pk=node_id)
         if transition(
             Booking,
-            pk=node.booking_id,
+            pk=booking_id,
             from_statuses=[BookingStatus.PROVISIONING],
             to_status=BookingStatus.READY,
         ):
-            booking = Booking.objects.get(pk=node.booking_id)
+            booking = Booking.objects.get(pk=booking_id)
             transaction.on_commit(lambda: notifications.booking_ready(booking))
 
 
@@ -530,38 +673,51 @@ def nodes_fail_silent(*, batch: int = 100) -> int:
 
 
 def reconcile(*, account_id: int) -> dict[str, int]:
-    """Make the provider's droplets and our nodes agree (I-3).
+    """Make the provider's droplets and our nodes agree (I-3), and the ledger complete (I-8).
 
-    - a droplet with our tag whose node is gone, destroyed, or points at another droplet: destroy;
+    - a droplet with our tag whose node is gone, destroyed, or points at another droplet: destroy
+      it and meter it (to us, not the lab);
+    - a live node that never recorded its droplet (a create whose answer was lost): adopt it;
     - a live node whose droplet is missing from the listing and confirmed gone: fail it (lost);
+    - a destroyed node with a droplet but no usage record: write the record;
     - work a crashed worker left half-done (stuck creates, teardowns): enqueue it again.
     """
     account = ProviderAccount.objects.get(pk=account_id)
-    summary = {"orphans_destroyed": 0, "nodes_lost": 0, "requeued": 0}
+    summary = {"orphans_destroyed": 0, "nodes_lost": 0, "adopted": 0, "metered": 0, "requeued": 0}
     with driver_for(account) as driver:
         droplets = driver.list_ours()
-        by_node: dict[int, list[int]] = {}
+        crash_point("reconcile.after_list")
+        by_node: dict[int, list[Droplet]] = {}
         for droplet in droplets:
             if droplet.node_id is not None:
-                by_node.setdefault(droplet.node_id, []).append(droplet.id)
+                by_node.setdefault(droplet.node_id, []).append(droplet)
         nodes = {
             node.pk: node
             for node in Node.objects.filter(provider_account=account, pk__in=list(by_node))
         }
-        for node_id, droplet_ids in by_node.items():
+        for node_id, node_droplets in by_node.items():
             node = nodes.get(node_id)
-            for droplet_id in droplet_ids:
+            for droplet in sorted(node_droplets, key=lambda d: d.id):
+                unrecorded = node is not None and not node.provider_id
+                if unrecorded and _record_droplet(node.pk, droplet, statuses=ALIVE_AFTER_CREATE):
+                    summary["adopted"] += 1
+                    node.refresh_from_db()
+                    continue
                 orphan = (
                     node is None
                     or node.status == NodeStatus.DESTROYED
-                    or (node.provider_id != "" and node.provider_id != str(droplet_id))
+                    or (node.provider_id != "" and node.provider_id != str(droplet.id))
                 )
-                if orphan:
-                    logger.warning(
-                        "reconcile: destroying orphan droplet %s (node %s)", droplet_id, node_id
-                    )
-                    driver.destroy(droplet_id)
-                    summary["orphans_destroyed"] += 1
+                if not orphan:
+                    continue
+                logger.warning(
+                    "reconcile: destroying orphan droplet %s (node %s)", droplet.id, node_id
+                )
+                if node is None:
+                    driver.destroy(droplet.id)  # not made by this installation: nothing to bill
+                else:
+                    _destroy_stray(node=node, droplet=droplet)
+                summary["orphans_destroyed"] += 1
 
         listed = {str(droplet.id) for droplet in droplets}
         watched = Node.objects.filter(
@@ -577,8 +733,21 @@ def reconcile(*, account_id: int) -> dict[str, int]:
                 summary["nodes_lost"] += node_fail(
                     node_id=node.pk, reason="The droplet vanished at the provider."
                 )
+    summary["metered"] = _meter_unmetered(account=account)
     summary["requeued"] = _requeue_stuck(account=account)
     return summary
+
+
+def _meter_unmetered(*, account: ProviderAccount) -> int:
+    """The ledger's backstop: every destroyed droplet of ours has its usage record (I-8)."""
+    from labgpu.usage.services import usage_record_node
+
+    unmetered = (
+        Node.objects.filter(provider_account=account, status=NodeStatus.DESTROYED)
+        .exclude(provider_id="")
+        .exclude(usage_records__droplet_id=models.F("provider_id"))
+    )
+    return sum(usage_record_node(node=node) is not None for node in unmetered[:200])
 
 
 def _requeue_stuck(*, account: "ProviderAccount") -> int:
@@ -588,11 +757,13 @@ def _requeue_stuck(*, account: "ProviderAccount") -> int:
     stale = now() - timedelta(seconds=settings.LABGPU_STUCK_AFTER_S)
     requeued = 0
     nodes = Node.objects.filter(provider_account=account, updated_at__lt=stale)
-    for node in nodes.filter(status__in=[NodeStatus.REQUESTED, NodeStatus.CREATING]):
-        if node.status == NodeStatus.CREATING and node.provider_id:
-            tasks.poll_node.delay(node.pk)
-        else:
-            tasks.provision_node.delay(node.pk)
+    stuck_creates = nodes.filter(
+        Q(status=NodeStatus.REQUESTED)
+        | Q(status=NodeStatus.CREATING, provider_id="")
+        | Q(status__in=ALIVE_AFTER_CREATE, provider_id="")
+    )
+    for node in stuck_creates:
+        tasks.provision_node.delay(node.pk)
         requeued += 1
     for node in nodes.filter(
         status__in=[NodeStatus.DRAINING, NodeStatus.DESTROYING, NodeStatus.FAILED]

@@ -1,7 +1,8 @@
 """Thin tasks: ids in, a service call, safe to run twice, to retry, or to be killed midway
 (acks_late + reject_on_worker_lost redeliver it; reconciliation re-drives what is left stuck)."""
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.conf import settings
 
 from labgpu.bookings.services import bookings_expire_stale_pending
 from labgpu.catalog.models import ProviderAccount
@@ -10,30 +11,76 @@ from labgpu.provisioning import services
 
 RETRY = {
     "acks_late": True,
-    "autoretry_for": (ProviderTransientError, services.NodeStillExists, services.NodeBusy),
-    "retry_backoff": 2,
-    "retry_backoff_max": 120,
-    "retry_jitter": True,
+    "bind": True,
     "max_retries": 12,
 }
+BACKOFF_MAX_S = 120
+
+
+def _retry(task: Task, error: Exception) -> None:
+    """Retry on the provider's own schedule when it gave one (`ratelimit-reset`), soon after a
+    lease that is about to lapse, and with exponential backoff otherwise."""
+    hint = getattr(error, "retry_after", None)
+    if isinstance(error, services.NodeBusy):
+        countdown = max(1.0, settings.LABGPU_PROVIDER_LEASE_S / 3)
+    elif hint is not None:
+        countdown = float(hint)
+    else:
+        countdown = min(BACKOFF_MAX_S, 2 ** (task.request.retries + 1))
+    raise task.retry(exc=error, countdown=countdown)
+
+
+RETRYABLE = (ProviderTransientError, services.NodeStillExists, services.NodeBusy)
 
 
 @shared_task(**RETRY)
-def provision_node(node_id: int) -> None:
-    services.node_provision(node_id=node_id)
+def provision_node(self: Task, node_id: int) -> None:
+    try:
+        services.node_provision(node_id=node_id)
+    except RETRYABLE as error:
+        _retry(self, error)
 
 
 @shared_task(**RETRY)
+def teardown_node(self: Task, node_id: int) -> None:
+    try:
+        services.node_teardown(node_id=node_id)
+    except RETRYABLE as error:
+        _retry(self, error)
+
+
+@shared_task(**RETRY)
+def poll_account(self: Task, account_id: int) -> int:
+    try:
+        return services.nodes_poll(account_id=account_id)
+    except RETRYABLE as error:
+        _retry(self, error)
+        raise  # unreachable: retry raises
+
+
+@shared_task(acks_late=True)
+def poll_nodes() -> int:
+    """Beat: one listing per provider account with nodes waiting on their droplets."""
+    accounts = services.accounts_to_poll()
+    for account_id in accounts:
+        poll_account.delay(account_id)
+    return len(accounts)
+
+
+@shared_task(acks_late=True)
 def poll_node(node_id: int) -> None:
-    from django.conf import settings
+    """Kept for messages queued before polling went per account: polls the node's account."""
+    from labgpu.provisioning.models import Node
 
-    if services.node_poll(node_id=node_id):
-        poll_node.apply_async(args=[node_id], countdown=settings.LABGPU_POLL_INTERVAL_S)
+    account_id = Node.objects.filter(pk=node_id).values_list("provider_account_id", flat=True)
+    for pk in account_id:
+        poll_account.delay(pk)
 
 
-@shared_task(**RETRY)
-def teardown_node(node_id: int) -> None:
-    services.node_teardown(node_id=node_id)
+@shared_task(acks_late=True)
+def start_booking(booking_id: int) -> bool:
+    """A booking due now starts at once instead of waiting for the sweep."""
+    return services.booking_start(booking_id=booking_id)
 
 
 @shared_task(acks_late=True)
@@ -64,8 +111,12 @@ def fail_silent_nodes() -> int:
 
 
 @shared_task(**RETRY)
-def reconcile(account_id: int) -> dict[str, int]:
-    return services.reconcile(account_id=account_id)
+def reconcile(self: Task, account_id: int) -> dict[str, int]:
+    try:
+        return services.reconcile(account_id=account_id)
+    except RETRYABLE as error:
+        _retry(self, error)
+        raise
 
 
 @shared_task(acks_late=True)

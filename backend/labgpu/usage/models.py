@@ -7,15 +7,21 @@ from labgpu.core.models import BaseModel
 
 
 class UsageRecord(BaseModel):
-    """Metered use of one node: billable from the create request to the confirmed destroy.
+    """Metered use of one droplet: from the provider's `created_at` to the confirmed destroy.
 
-    A failed node is the provider's cost, not the lab's: `charged_to_lab` is false and its hours
-    count neither against the quota nor in the lab's bill.
+    Invariant I-8: every droplet the provider created for us has exactly one record (unique per
+    provider account and droplet id). A node the lab was not handed healthy (failed, cancelled
+    while provisioning, a stray duplicate) is our cost, not the lab's: `charged_to_lab` is false
+    and its hours count neither against the quota nor in the lab's bill.
     """
 
-    node = models.OneToOneField(
-        "provisioning.Node", on_delete=models.PROTECT, related_name="usage_record"
+    node = models.ForeignKey(
+        "provisioning.Node", on_delete=models.PROTECT, related_name="usage_records"
     )
+    provider_account = models.ForeignKey(
+        "catalog.ProviderAccount", on_delete=models.PROTECT, related_name="+"
+    )
+    droplet_id = models.CharField(max_length=64)
     booking = models.ForeignKey(
         "bookings.Booking", on_delete=models.PROTECT, related_name="usage_records"
     )
@@ -35,6 +41,11 @@ class UsageRecord(BaseModel):
     class Meta:
         ordering = ["-started_at"]
         indexes = [models.Index(fields=["lab", "started_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider_account", "droplet_id"], name="usage_one_record_per_droplet"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.node} {self.seconds}s"

@@ -20,7 +20,10 @@ def node(alice, vision_lab, pool, tomorrow):
         lab=vision_lab, user=alice, pool=pool, start=tomorrow, status="provisioning"
     )
     node = NodeFactory(
-        booking=booking, provider_account=ProviderAccount.objects.first(), provider_id="7"
+        booking=booking,
+        provider_account=ProviderAccount.objects.first(),
+        provider_id="7",
+        public_ip="192.0.2.7",
     )
     Node.objects.filter(pk=node.pk).update(
         bootstrap_token_hash=hash_secret(bootstrap_token_for(node.pk))

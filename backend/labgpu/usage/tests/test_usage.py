@@ -25,6 +25,8 @@ def record(booking, *, hours: float, start=T0, charged=True):
     )
     return UsageRecord.objects.create(
         node=node,
+        provider_account=node.provider_account,
+        droplet_id=f"d-{node.pk}",
         booking=booking,
         lab=booking.lab,
         user=booking.user,
