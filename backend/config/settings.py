@@ -297,8 +297,10 @@ def every(seconds: float) -> float:
 
 _TASKS = "labgpu.provisioning.tasks"
 CELERY_BEAT_SCHEDULE = {
-    "start-due-bookings": {"task": f"{_TASKS}.start_due_bookings", "schedule": every(30)},
-    "end-due-bookings": {"task": f"{_TASKS}.end_due_bookings", "schedule": every(30)},
+    # Bookings due now start on commit and early ends tear down on commit; these sweeps catch the
+    # rest (a booking reaching its start − lead or its end by time alone, work a crash dropped).
+    "start-due-bookings": {"task": f"{_TASKS}.start_due_bookings", "schedule": every(10)},
+    "end-due-bookings": {"task": f"{_TASKS}.end_due_bookings", "schedule": every(5)},
     "expire-stale-pending": {"task": f"{_TASKS}.expire_stale_pending", "schedule": every(30)},
     "remind-ending-bookings": {"task": f"{_TASKS}.remind_ending_bookings", "schedule": every(60)},
     "fail-silent-nodes": {"task": f"{_TASKS}.fail_silent_nodes", "schedule": every(60)},

@@ -396,6 +396,7 @@ def _booking_create(
 
 
 START_BOOKING_TASK = "labgpu.provisioning.tasks.start_booking"
+WIND_DOWN_TASK = "labgpu.provisioning.tasks.wind_down_booking"
 
 
 def _start_if_due(booking: Booking) -> None:
@@ -480,8 +481,10 @@ def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Bookin
         ended_by=actor,
         ended_at=moment,
     ):
-        # The node exists: the lifecycle tears it down and meters what was used.
+        # The node exists: the lifecycle tears it down (now, not at the next sweep) and meters
+        # what was used.
         action = "booking.force_end" if forced else "booking.end_early"
+        enqueue_on_commit(WIND_DOWN_TASK, booking.pk)
     else:
         booking.refresh_from_db()
         raise Conflict(f"A {booking.status} booking cannot be cancelled.", code="invalid_status")

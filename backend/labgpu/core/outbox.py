@@ -15,6 +15,7 @@ from typing import Any
 from celery import current_app
 from django.db import transaction
 
+from labgpu.core.crashpoints import crash_point
 from labgpu.core.models import OutboxMessage
 from labgpu.core.timeutils import now
 
@@ -45,6 +46,7 @@ def publish_best_effort(task: str, *args: Any) -> bool:
 
 
 def _publish(message: OutboxMessage) -> bool:
+    crash_point("outbox.before_publish")
     countdown = max(0.0, (message.not_before - now()).total_seconds())
     try:
         current_app.send_task(

@@ -79,6 +79,7 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
     """Store the agent's report; a passing first report makes the node (and booking) ready (I-5),
     a failing one fails the node with the findings as the reason."""
     collected_at = report_validate(payload)
+    crash_point("report.before_store")
     report = HealthReport.objects.create(
         node=node,
         instance_type_id=node.booking.pool.instance_type_id,

@@ -145,11 +145,17 @@ def bookings_wind_down(*, batch: int = 100) -> int:
         :batch
     ]
     for pk in ending:
-        nodes = Node.objects.filter(booking_id=pk, status__in=Node.TEARDOWN_FROM)
-        for node_id in nodes.values_list("pk", flat=True):
-            node_drain(node_id=node_id)
-        booking_complete_if_done(booking_id=pk)
+        booking_wind_down(booking_id=pk)
     return len(ending)
+
+
+def booking_wind_down(*, booking_id: int) -> None:
+    """Tear an ending booking's nodes down, or complete it once they are gone."""
+    nodes = Node.objects.filter(booking_id=booking_id, status__in=Node.TEARDOWN_FROM)
+    for node_id in nodes.values_list("pk", flat=True):
+        node_drain(node_id=node_id)
+        crash_point("wind_down.after_drain")
+    booking_complete_if_done(booking_id=booking_id)
 
 
 def bookings_remind_ending(*, minutes: int = 15, batch: int = 200) -> int:
@@ -209,6 +215,7 @@ def _node_lease(node_id: int) -> Iterator[bool]:
     )
     renewer.start()
     try:
+        crash_point("lease.after_claim")
         yield True
     finally:
         stop.set()
@@ -415,6 +422,7 @@ def _node_observe(node: Node, droplet: Droplet) -> None:
                 to_status=NodeStatus.BOOTING,
                 active_at=now(),
             )
+            crash_point("poll.after_booting")
         elif node.status_changed_at and now() - node.status_changed_at > timedelta(
             seconds=settings.LABGPU_BOOT_TIMEOUT_S
         ):
@@ -456,14 +464,16 @@ def node_drain(*, node_id: int) -> None:
     if node.status == NodeStatus.FAILED:
         _on_commit_enqueue("teardown_node", node.pk)
         return
-    if transition(
-        Node,
-        pk=node.pk,
-        from_statuses=[s for s in Node.TEARDOWN_FROM if s != NodeStatus.FAILED],
-        to_status=NodeStatus.DRAINING,
-        destroy_requested_at=now(),
-    ):
-        _on_commit_enqueue("teardown_node", node.pk)
+    with transaction.atomic():
+        if transition(
+            Node,
+            pk=node.pk,
+            from_statuses=[s for s in Node.TEARDOWN_FROM if s != NodeStatus.FAILED],
+            to_status=NodeStatus.DRAINING,
+            destroy_requested_at=now(),
+        ):
+            crash_point("drain.after_draining")
+            _on_commit_enqueue("teardown_node", node.pk)
 
 
 def node_teardown(*, node_id: int) -> None:

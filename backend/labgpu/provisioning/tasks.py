@@ -84,6 +84,12 @@ def start_booking(booking_id: int) -> bool:
 
 
 @shared_task(acks_late=True)
+def wind_down_booking(booking_id: int) -> None:
+    """A booking ended early: tear its node down at once instead of at the next sweep."""
+    services.booking_wind_down(booking_id=booking_id)
+
+
+@shared_task(acks_late=True)
 def start_due_bookings() -> int:
     return services.bookings_start_due()
 

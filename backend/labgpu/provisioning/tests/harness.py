@@ -186,7 +186,7 @@ def worker_env(*, broker_url: str, api_url: str, mail_dir: Path, **extra: str) -
         "LABGPU_TASK_VISIBILITY_TIMEOUT_S": "4",
         "LABGPU_STUCK_AFTER_S": "3",
         "LABGPU_BEAT_SCALE": "0.05",
-        "LABGPU_PROVIDER_LEASE_S": "15",
+        "LABGPU_PROVIDER_LEASE_S": "6",
         "LABGPU_PROVIDER_MAX_RETRY_WAIT_S": "2",
         "DJANGO_EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
         "LABGPU_EMAIL_FILE_PATH": str(mail_dir),

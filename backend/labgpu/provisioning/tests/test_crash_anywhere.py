@@ -1,0 +1,199 @@
+"""Crash anywhere (I-8 with I-3, I-4, I-5): a worker is SIGKILLed — with its process group, as a
+machine dies — at each named point of the lifecycle, or the web tier dies mid-request at each of
+its points; then a fresh worker carries on. After every run, checked against the emulator's own
+ledger of creates and deletes:
+
+- zero droplets left, and never two droplets for one node attempt;
+- exactly one usage record per droplet, billed from the provider's `created_at` to its removal,
+  charged to the lab only if the node was handed over healthy, and the booking's hours equal to
+  the provider's lifetimes;
+- at no sampled moment a `ready` booking without a droplet, an IP (SSH) and a passing report.
+
+The points are named in the code (`crash_point(...)`, see labgpu/core/crashpoints.py); a point
+the run never reaches fails the test, so the list cannot silently go stale.
+"""
+
+import random
+import time
+
+import pytest
+
+from conftest import client_for
+from labgpu.bookings.models import Booking
+from labgpu.core import crashpoints
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.tests.harness import wait_for
+from labgpu.provisioning.tests.ledger import (
+    ReadyWatcher,
+    assert_booking_billed_from_ledger,
+    assert_ledger_exact,
+)
+from labgpu.provisioning.tests.test_lifecycle import create_booking, end_early, wait_status
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    # The web tier's crash escapes its request thread on purpose (a dying process).
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning"),
+]
+
+PROVISION, TEARDOWN, ANY = "provision", "teardown", "any"
+
+# Where a worker dies, and in which half of the lifecycle the point is reached.
+WORKER_POINTS = [
+    ("start.before_node_request", PROVISION),
+    ("outbox.before_publish", PROVISION),
+    ("lease.after_claim", PROVISION),
+    ("provision.after_creating", PROVISION),
+    ("provision.before_create_post", PROVISION),
+    ("provision.after_create_post", PROVISION),
+    ("provision.after_record", PROVISION),
+    ("poll.after_list", PROVISION),
+    ("poll.after_booting", PROVISION),
+    ("reconcile.after_list", ANY),
+    ("wind_down.after_drain", TEARDOWN),
+    ("drain.after_draining", TEARDOWN),
+    ("teardown.after_destroying", TEARDOWN),
+    ("teardown.after_delete", TEARDOWN),
+    ("teardown.after_confirm", TEARDOWN),
+    ("teardown.after_destroyed", TEARDOWN),
+    ("complete.before_meter", TEARDOWN),
+]
+# Where the web tier dies mid-request (the agent's calls, the user's early end).
+WEB_POINTS = [
+    ("bootstrap.before_claim", PROVISION),
+    ("bootstrap.before_commit", PROVISION),
+    ("report.before_store", PROVISION),
+    ("report.after_passed", PROVISION),
+    ("outbox.before_publish", TEARDOWN),
+]
+
+
+def crashed_at(marker, point: str) -> bool:
+    return marker.exists() and point in marker.read_text().split()
+
+
+def finish(world, alice, booking_id: int) -> Booking:
+    """Carry the booking to its end: ready, ended early, completed."""
+    if Booking.objects.get(pk=booking_id).status not in ("ending", "completed"):
+        wait_status(world, booking_id, "ready", timeout_s=120)
+        end_early(alice, booking_id)
+    return wait_status(world, booking_id, "completed", timeout_s=120)
+
+
+def check_one_healthy_droplet(world, booking_id: int, watcher: ReadyWatcher) -> None:
+    assert watcher.samples > 0 and not watcher.violations, watcher.violations
+    ledger = assert_ledger_exact(world.emulator)
+    assert len(ledger) == 1, ledger  # a crash never costs a second droplet
+    node = Node.objects.get(booking_id=booking_id)
+    assert node.status == "destroyed" and node.ready_at and not node.failed_at
+    assert_booking_billed_from_ledger(booking_id, ledger)
+
+
+@pytest.mark.parametrize(("point", "phase"), WORKER_POINTS, ids=[p for p, _ in WORKER_POINTS])
+def test_worker_killed_at_each_point_keeps_the_ledger_exact(
+    lifecycle, alice, tmp_path, point, phase
+):
+    marker = tmp_path / "crashed"
+    crashing = lifecycle.start_worker(LABGPU_CRASH_AT=point, LABGPU_CRASH_MARKER=str(marker))
+    with ReadyWatcher() as watcher:
+        booking_id = create_booking(alice, lifecycle.pool)
+        if phase == TEARDOWN:
+            wait_status(lifecycle, booking_id, "ready")
+            end_early(alice, booking_id)
+        wait_for(
+            lambda: crashed_at(marker, point) and crashing.process.poll() is not None,
+            timeout_s=90,
+            message=f"the worker to die at {point}",
+        )
+        crashing.killed = True
+        lifecycle.start_worker()
+        finish(lifecycle, alice, booking_id)
+    check_one_healthy_droplet(lifecycle, booking_id, watcher)
+
+
+@pytest.mark.parametrize(("point", "phase"), WEB_POINTS, ids=[p for p, _ in WEB_POINTS])
+def test_web_tier_dying_at_each_point_keeps_the_ledger_exact(
+    lifecycle, alice, tmp_path, monkeypatch, point, phase
+):
+    marker = tmp_path / "crashed"
+    monkeypatch.setenv("LABGPU_CRASH_MARKER", str(marker))
+    lifecycle.start_worker()
+    with ReadyWatcher() as watcher:
+        booking_id = create_booking(alice, lifecycle.pool)
+        if phase == TEARDOWN:
+            wait_status(lifecycle, booking_id, "ready")
+            crashpoints.arm(point)
+            with pytest.raises(crashpoints.CrashPointReached):
+                # The in-process client has no server around it: the crash reaches the caller.
+                client_for(alice).post(f"/api/v1/bookings/{booking_id}/cancel/")
+        else:
+            crashpoints.arm(point)
+        try:
+            finish(lifecycle, alice, booking_id)
+        finally:
+            crashpoints.disarm_all()
+    assert crashed_at(marker, point), f"the web tier never reached {point}"
+    check_one_healthy_droplet(lifecycle, booking_id, watcher)
+
+
+def test_web_tier_dying_while_failing_a_node_still_replaces_it_and_charges_nothing(
+    lifecycle, alice, tmp_path, monkeypatch
+):
+    marker = tmp_path / "crashed"
+    monkeypatch.setenv("LABGPU_CRASH_MARKER", str(marker))
+    lifecycle.emulator.set_faults(size_profiles={"gpu-mi300x1-192gb": "ecc-errors"})
+    lifecycle.start_worker()
+    crashpoints.arm("fail.before_commit")
+    try:
+        booking_id = create_booking(alice, lifecycle.pool)
+        booking = wait_status(lifecycle, booking_id, "failed", timeout_s=120)
+    finally:
+        crashpoints.disarm_all()
+    assert crashed_at(marker, "fail.before_commit")
+    ledger = assert_ledger_exact(lifecycle.emulator)
+    assert len(ledger) == 2, ledger  # the first node and its one replacement
+    assert_booking_billed_from_ledger(booking_id, ledger)
+    assert booking.failure_reason
+
+
+def test_worker_killed_at_random_moments_keeps_the_ledger_exact(lifecycle, alice):
+    rng = random.Random(20261130)  # fixed: a failure can be replayed
+    worker = lifecycle.start_worker()
+    with ReadyWatcher() as watcher:
+        booking_id = create_booking(alice, lifecycle.pool)
+        for _ in range(3):
+            time.sleep(rng.uniform(0.3, 3.0))
+            worker.kill()
+            worker = lifecycle.start_worker()
+        finish(lifecycle, alice, booking_id)
+        # and once more while it tears down
+        worker.kill()
+        lifecycle.start_worker()
+    check_one_healthy_droplet(lifecycle, booking_id, watcher)
+
+
+def test_a_dead_workers_lease_lapses_quickly(lifecycle, alice, settings):
+    """A create answered slowly, the worker killed while it waits: its lease is short (renewed only
+    while it lives), so neither the create's retry nor the user's teardown waits minutes."""
+    lifecycle.emulator.set_faults(next=[{"method": "POST", "path": "/v2/droplets", "delay_s": 8}])
+    worker = lifecycle.start_worker()
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_for(
+        lambda: Node.objects.filter(booking_id=booking_id, lease_until__isnull=False).exists(),
+        timeout_s=60,
+        message="the provisioning lease",
+    )
+    wait_for(lambda: lifecycle.emulator.droplets(), timeout_s=60, message="the droplet")
+    worker.kill()
+    node = Node.objects.get(booking_id=booking_id)
+    lease_s = float(lifecycle.env["LABGPU_PROVIDER_LEASE_S"])
+    from labgpu.core.timeutils import now
+
+    assert node.lease_until is not None
+    assert (node.lease_until - now()).total_seconds() <= lease_s
+    lifecycle.start_worker()
+    wait_status(lifecycle, booking_id, "ready")
+    finish(lifecycle, alice, booking_id)
+    ledger = assert_ledger_exact(lifecycle.emulator)
+    assert len(ledger) == 1
