@@ -128,7 +128,8 @@ AUTH_PASSWORD_VALIDATORS = [
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        # Degrades to "no cache" while Redis is away instead of failing requests (labgpu/ops/cache.py).
+        "default": {"BACKEND": "labgpu.ops.cache.ResilientRedisCache", "LOCATION": REDIS_URL}
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -8,10 +8,12 @@ work it asks for commit together, so the work is never lost; a row may be publis
 between publish and delete), which is fine because every task is idempotent.
 """
 
+import contextlib
 import logging
 from datetime import timedelta
 from typing import Any
 
+import kombu.pools
 from celery import current_app
 from django.db import transaction
 
@@ -41,6 +43,7 @@ def publish_best_effort(task: str, *args: Any) -> bool:
         current_app.send_task(task, args=list(args), retry=False, retry_policy=PUBLISH_RETRY_POLICY)
     except Exception as error:
         logger.warning("could not publish %s%s (the sweep will): %r", task, args, error)
+        reset_broker_connections()
         return False
     return True
 
@@ -58,9 +61,25 @@ def _publish(message: OutboxMessage) -> bool:
         )
     except Exception as error:  # any broker failure: the relay publishes it later
         logger.warning("outbox: could not publish %s%s: %r", message.task, message.args, error)
+        reset_broker_connections()
         return False
     OutboxMessage.objects.filter(pk=message.pk).delete()
     return True
+
+
+def reset_broker_connections() -> None:
+    """Drop the process's broker connection and producer pools after a failure. A pool that was
+    closed (by a reconfiguration, or a connection error mid-acquire) answers every later publish
+    with "Acquire on closed pool", even once the broker is back; fresh pools reconnect. kombu
+    keeps its pools in process-wide groups keyed by broker URL, so those are reset too."""
+    app = current_app
+    with contextlib.suppress(Exception):
+        app.pool.force_close_all()
+    app._pool = None
+    with contextlib.suppress(AttributeError, KeyError):
+        app.__dict__["amqp"]._producer_pool = None
+    with contextlib.suppress(Exception):
+        kombu.pools.reset()
 
 
 def outbox_relay(*, batch: int = 500) -> int:

@@ -34,15 +34,14 @@ def emulator(tmp_path):
 def celery_broker(redis_server):
     """Point this process's Celery app at the test broker: `.delay()` here reaches the workers."""
     from config.celery import app
+    from labgpu.core.outbox import reset_broker_connections
 
     saved = app.conf.broker_url, dict(app.conf.broker_transport_options or {})
     app.conf.broker_url = redis_server.url
     app.conf.broker_transport_options = {"visibility_timeout": 4}
-    app.pool.force_close_all()
-    app._pool = None
+    reset_broker_connections()  # all of them: a stale producer pool would keep the old broker
     yield app
-    app.pool.force_close_all()
-    app._pool = None
+    reset_broker_connections()
     app.conf.broker_url, app.conf.broker_transport_options = saved
 
 

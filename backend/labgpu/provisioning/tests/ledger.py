@@ -68,7 +68,9 @@ def assert_booking_billed_from_ledger(booking_id: int, ledger: list[dict]) -> No
     """The booking's consumed hours are the provider's lifetimes of its healthy nodes' droplets."""
     booking = Booking.objects.get(pk=booking_id)
     names = {
-        n.name: n for n in Node.objects.filter(booking_id=booking_id) if n.ready_at and not n.failed_at
+        n.name: n
+        for n in Node.objects.filter(booking_id=booking_id)
+        if n.ready_at and not n.failed_at
     }
     lifetimes = [e["gone_at"] - e["created_at"] for e in ledger if e["name"] in names]
     expected = Decimal(sum(lifetimes)) / 3600 * booking.gpu_count

@@ -12,6 +12,7 @@ from labgpu.health.models import HealthReport
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.tests.conftest import on_demand_body
 from labgpu.provisioning.tests.harness import wait_for
+from labgpu.provisioning.tests.ledger import assert_booking_billed_from_ledger, assert_ledger_exact
 from labgpu.usage.models import UsageRecord
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -80,9 +81,12 @@ def test_booking_becomes_a_checked_node_and_is_torn_down_and_metered(lifecycle, 
     assert_no_orphans(lifecycle)
     node.refresh_from_db()
     assert node.status == "destroyed" and node.destroyed_at
+    ledger = assert_ledger_exact(lifecycle.emulator)
+    assert [e["name"] for e in ledger] == [node.name]
     usage = UsageRecord.objects.get(node=node)
-    assert usage.charged_to_lab and usage.seconds >= 0
-    assert booking.consumed_gpu_hours == usage.gpu_hours
+    assert usage.charged_to_lab and usage.droplet_id == str(ledger[0]["id"])
+    assert_booking_billed_from_ledger(booking_id, ledger)
+    assert booking.consumed_gpu_hours == usage.gpu_hours > 0
     assert booking.actual_cost == usage.cost
     assert "is ready" in lifecycle.mails()
 
@@ -94,6 +98,8 @@ def complete_and_check(world, alice, booking_id: int) -> Booking:
     assert not Node.objects.filter(booking_id=booking_id).exclude(status="destroyed").exists()
     charged = [u for u in UsageRecord.objects.filter(booking_id=booking_id) if u.charged_to_lab]
     assert booking.consumed_gpu_hours == sum((u.gpu_hours for u in charged), 0)
+    world.ledger = assert_ledger_exact(world.emulator)
+    assert_booking_billed_from_ledger(booking_id, world.ledger)
     return booking
 
 
@@ -110,7 +116,7 @@ def test_a_429_storm_is_ridden_out(lifecycle, alice):
     complete_and_check(lifecycle, alice, booking_id)
     counters = lifecycle.emulator.state()["counters"]
     assert counters["by_status"].get("429", 0) >= 9, counters
-    assert counters["creates"] == 1
+    assert len(lifecycle.ledger) == 1
 
 
 def test_retried_provision_adopts_the_droplet_a_5xx_hid(lifecycle, alice):
@@ -120,9 +126,9 @@ def test_retried_provision_adopts_the_droplet_a_5xx_hid(lifecycle, alice):
     booking_id = create_booking(alice, lifecycle.pool)
     wait_status(lifecycle, booking_id, "ready")
     assert len(lifecycle.emulator.droplets()) == 1
-    assert lifecycle.emulator.state()["counters"]["creates"] == 1
     assert Node.objects.filter(booking_id=booking_id).count() == 1
     complete_and_check(lifecycle, alice, booking_id)
+    assert len(lifecycle.ledger) == 1
 
 
 def test_worker_killed_mid_provision_leaves_exactly_one_droplet(lifecycle, alice):
@@ -134,8 +140,8 @@ def test_worker_killed_mid_provision_leaves_exactly_one_droplet(lifecycle, alice
     worker.kill()
     lifecycle.start_worker()
     wait_status(lifecycle, booking_id, "ready")
-    assert lifecycle.emulator.state()["counters"]["creates"] == 1
     complete_and_check(lifecycle, alice, booking_id)
+    assert len(lifecycle.ledger) == 1
 
 
 def test_redis_restarted_mid_run(lifecycle, alice):
@@ -165,6 +171,7 @@ def test_droplet_vanishing_while_ready_is_replaced(lifecycle, alice):
     first.refresh_from_db()
     assert first.failure_reason and first.failed_at
     booking = complete_and_check(lifecycle, alice, booking_id)
+    assert len(lifecycle.ledger) == 2
     assert UsageRecord.objects.get(node=first).charged_to_lab is False
     assert booking.consumed_gpu_hours == UsageRecord.objects.get(node__attempt=2).gpu_hours
 
@@ -175,6 +182,8 @@ def test_destroy_failing_several_times_still_ends_with_no_droplet(lifecycle, ali
     wait_status(lifecycle, booking_id, "ready")
     lifecycle.emulator.fail_next("DELETE", "/v2/droplets/*", 500, times=6)
     complete_and_check(lifecycle, alice, booking_id)
+    assert len(lifecycle.ledger) == 1
+    assert lifecycle.emulator.state()["counters"]["by_status"].get("500", 0) >= 6
 
 
 def test_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycle, alice):
@@ -184,15 +193,15 @@ def test_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycle, 
     booking = wait_status(lifecycle, booking_id, "failed", timeout_s=120)
     assert "never reported" in booking.failure_reason
     assert Node.objects.filter(booking_id=booking_id).count() == 2
-    assert_no_orphans(lifecycle)
-    wait_for(
-        lambda: UsageRecord.objects.filter(booking_id=booking_id).count() == 2,
-        timeout_s=30,
-        message="both failed nodes metered",
-    )
+    ledger = assert_ledger_exact(lifecycle.emulator)
+    assert len(ledger) == 2 and UsageRecord.objects.filter(booking_id=booking_id).count() == 2
     assert not UsageRecord.objects.filter(booking_id=booking_id, charged_to_lab=True).exists()
-    booking.refresh_from_db()
-    assert booking.consumed_gpu_hours in (None, 0)
+    wait_for(
+        lambda: Booking.objects.get(pk=booking_id).consumed_gpu_hours is not None,
+        timeout_s=30,
+        message="the failed booking metered",
+    )
+    assert_booking_billed_from_ledger(booking_id, ledger)
     assert "failed" in lifecycle.mails()
 
 
@@ -204,6 +213,8 @@ def test_failing_health_report_replaces_once_then_fails_with_the_findings(lifecy
     assert "health checks" in booking.failure_reason
     failed_nodes = HealthReport.objects.filter(node__booking_id=booking_id, verdict="fail")
     assert failed_nodes.values("node").distinct().count() == 2
-    assert_no_orphans(lifecycle)
+    ledger = assert_ledger_exact(lifecycle.emulator)
+    assert len(ledger) == 2
+    assert not UsageRecord.objects.filter(booking_id=booking_id, charged_to_lab=True).exists()
     detail = client_for(alice).get(f"/api/v1/bookings/{booking_id}/").json()
     assert detail["status"] == "failed" and "ECC" in detail["failure_reason"].upper()
