@@ -128,7 +128,7 @@ AUTH_PASSWORD_VALIDATORS = [
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CACHES = {
-        # Degrades to "no cache" while Redis is away instead of failing requests (labgpu/ops/cache.py).
+        # Serves without Redis while it is away instead of failing requests (labgpu/ops/cache.py).
         "default": {"BACKEND": "labgpu.ops.cache.ResilientRedisCache", "LOCATION": REDIS_URL}
     }
 else:

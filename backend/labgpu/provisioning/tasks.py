@@ -6,7 +6,7 @@ from django.conf import settings
 
 from labgpu.bookings.services import bookings_expire_stale_pending
 from labgpu.catalog.models import ProviderAccount
-from labgpu.providers import ProviderTransientError
+from labgpu.providers import ProviderTransientError, retry_countdown
 from labgpu.provisioning import services
 
 RETRY = {
@@ -20,13 +20,11 @@ BACKOFF_MAX_S = 120
 def _retry(task: Task, error: Exception) -> None:
     """Retry on the provider's own schedule when it gave one (`ratelimit-reset`), soon after a
     lease that is about to lapse, and with exponential backoff otherwise."""
-    hint = getattr(error, "retry_after", None)
     if isinstance(error, services.NodeBusy):
-        countdown = max(1.0, settings.LABGPU_PROVIDER_LEASE_S / 3)
-    elif hint is not None:
-        countdown = float(hint)
+        countdown = max(1, round(settings.LABGPU_PROVIDER_LEASE_S / 3))
     else:
-        countdown = min(BACKOFF_MAX_S, 2 ** (task.request.retries + 1))
+        backoff = min(BACKOFF_MAX_S, 2 ** (task.request.retries + 1))
+        countdown = retry_countdown(error, backoff)
     raise task.retry(exc=error, countdown=countdown)
 
 
