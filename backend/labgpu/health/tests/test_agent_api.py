@@ -5,6 +5,7 @@ from rest_framework.test import APIClient
 
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import ProviderAccount
+from labgpu.core.timeutils import now
 from labgpu.health.models import HealthReport
 from labgpu.health.selectors import instance_type_baselines
 from labgpu.provisioning.models import Node
@@ -137,6 +138,47 @@ def test_baselines_are_the_median_of_the_nodes_latest_passing_reports(
     assert instance_type_baselines(pool.instance_type)["matmul:bf16_tflops"]["samples"] == 3
 
 
+def test_bootstrap_of_a_node_whose_droplet_is_not_recorded_is_refused_and_retried(node):
+    """I-8: no node leaves `creating` without its droplet. Here the create's answer was lost and
+    the provider cannot be asked (no credentials): the agent is told to retry, nothing moves."""
+    Node.objects.filter(pk=node.pk).update(status="creating", provider_id="")
+    answer = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/")
+    assert answer.status_code == 503 and answer.json()["code"] == "node_not_ready"
+    node.refresh_from_db()
+    assert (node.status, node.bootstrap_used_at) == ("creating", None)
+
+
+def test_a_passing_report_for_a_node_without_an_address_waits_for_the_address(node):
+    """I-5: ready means usable; the poll that learns the IP hands the node over."""
+    Node.objects.filter(pk=node.pk).update(public_ip=None)
+    heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    response = bearer(heartbeat["heartbeat_token"]).post(
+        "/api/v1/agent/reports/", report(), format="json"
+    )
+    assert response.status_code == 201, response.content
+    node.refresh_from_db()
+    assert (node.status, node.booking.status) == ("checking", "provisioning")
+    assert node.passed_at is not None
+
+    from labgpu.providers import Droplet
+    from labgpu.provisioning.services import _node_observe
+
+    droplet = Droplet(
+        id=7, name=node.name, status="active", size_slug="s", region="tor1", image="i",
+        tags=(), public_ipv4="192.0.2.9", private_ipv4=None, created_at=None,
+    )  # fmt: skip
+    _node_observe(node, droplet)
+    node.refresh_from_db()
+    assert (node.status, node.public_ip, node.booking.status) == ("ready", "192.0.2.9", "ready")
+
+
+def test_the_database_refuses_a_ready_node_without_an_address(node):
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Node.objects.filter(pk=node.pk).update(status="ready", public_ip=None, passed_at=now())
+
+
 def test_health_views_respect_isolation(node, as_alice, as_mallory, pool):
     assert as_alice.get(f"/api/v1/nodes/{node.pk}/health/").status_code == 200
     assert as_mallory.get(f"/api/v1/nodes/{node.pk}/health/").status_code == 404
@@ -149,7 +191,9 @@ def test_bootstrap_hands_the_agent_the_smoke_tests_its_pool_requires(node, pool)
     assert answer["required_smoke"] == ["matmul", "bandwidth", "sdxl", "llm"]  # the default
     pool.required_smoke = ["matmul", "llm"]
     pool.save(update_fields=["required_smoke"])
-    other = NodeFactory(booking=BookingFactory(pool=pool), provider_account=node.provider_account)
+    other = NodeFactory(
+        booking=BookingFactory(pool=pool), provider_account=node.provider_account, provider_id="8"
+    )
     Node.objects.filter(pk=other.pk).update(
         bootstrap_token_hash=hash_secret(bootstrap_token_for(other.pk))
     )

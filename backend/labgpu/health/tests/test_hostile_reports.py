@@ -27,7 +27,10 @@ def make_node(pool, lab, user, start, status="completed"):
     # Nodes of past bookings (a completed booking holds no slot); the agent's node is live.
     booking = BookingFactory(lab=lab, user=user, pool=pool, start=start, status=status)
     node = NodeFactory(
-        booking=booking, provider_account=ProviderAccount.objects.first(), provider_id="7"
+        booking=booking,
+        provider_account=ProviderAccount.objects.first(),
+        provider_id="7",
+        public_ip="192.0.2.7",
     )
     Node.objects.filter(pk=node.pk).update(
         bootstrap_token_hash=hash_secret(bootstrap_token_for(node.pk))
