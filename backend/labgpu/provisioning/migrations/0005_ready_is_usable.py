@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ("bookings", "0005_book_express"),
         ("catalog", "0002_bounds"),
-        ("provisioning", "0003_attempt_bound"),
+        ("provisioning", "0004_node_deep_check_requested"),
     ]
 
     operations = [
