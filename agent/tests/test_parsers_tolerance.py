@@ -221,3 +221,18 @@ def test_amd_smi_rocm6_json_list_with_value_unit_objects_from_the_published_exce
     (gpu,) = facts.gpus
     assert (gpu.index, gpu.utilisation_pct) == (0, 42)  # {"value": 42, "unit": "%"}
     assert facts.parse_problems == []
+
+
+def test_amd_smi_json_after_a_warning_banner_and_the_watch_banner():
+    text = (
+        "WARNING: User is missing the following required groups: render, video. "
+        "Please add user to these groups.\n"
+        "'CTRL' + 'C' to stop watching output:\n"
+        '[{"timestamp": 1769014607, "gpu": 0, "usage": "N/A",'
+        ' "power": {"socket_power": {"value": 140, "unit": "W"}}}]\n'
+        '[{"timestamp": 1769014608, "gpu": 0, "usage": "N/A",'
+        ' "power": {"socket_power": {"value": 141, "unit": "W"}}}]\n'
+    )
+    facts = parse("amd-smi-metric", text)
+    assert facts.parse_problems == []
+    assert [g.power_draw_w for g in facts.gpus] == [140, 141]  # one document per interval

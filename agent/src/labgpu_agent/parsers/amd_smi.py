@@ -74,8 +74,9 @@ def _driver_version(text: str | None) -> tuple[str | None, str | None]:
     return (match.group(1), match.group(1)) if match else (None, None)
 
 
-# amd-smi's watch mode prints this banner before its JSON.
-_WATCH_BANNER = re.compile(r"^'CTRL' \+ 'C' to stop watching output:?$")
+# What amd-smi prints before its JSON that is not a shape problem: the watch-mode banner, and its
+# warnings (a user outside the render/video groups; device access is checked on its own).
+_WATCH_BANNER = re.compile(r"^(?:'CTRL' \+ 'C' to stop watching output:?|WARNING:.*)$")
 
 
 def _looks_like_json(text: str) -> bool:
