@@ -59,8 +59,8 @@ def parse_rocm_smi(text: str) -> Facts:
             _read_csv(csv_lines, cards, unknown)
             csv_lines = []
         if not stripped or is_elision(stripped) or _is_frame(stripped):
-            if set(stripped) == {"="}:
-                table = None if table is not None and table.rows else table
+            if set(stripped) == {"="} and table is not None and table.rows:
+                table = None  # the rule under the last row closes the table
             continue
         if stripped.lower().startswith("device,"):
             csv_lines = [(number, line)]
@@ -102,7 +102,7 @@ _DRIVER_LINE = re.compile(r"^Driver version:\s*\S+$")
 # Banners, rules and notes that carry no facts.
 _FRAME = re.compile(
     r"^(?:=+[^=]*=+|=+|ROCm System Management Interface|Concise Info|End of ROCm SMI Log"
-    r"|WARNING:.*|Primary die .*secondary.*|.*\(Secondary die\).*note.*)$",
+    r"|WARNING:.*|Primary die .*secondary.*)$",
     re.IGNORECASE,
 )
 
@@ -113,13 +113,11 @@ def _is_frame(stripped: str) -> bool:
 
 def _read_kv(gpu: int, rest: str, cards: dict[int, dict[str, str]]) -> None:
     # `Card Series: AMD Instinct MI300X VF`, `PCI Bus: 0000:C3:00.0`: split at the first ": ".
+    # A line without a field is a message about the card ("Unable to display temperature").
     key, sep, value = rest.partition(": ")
     card = cards.setdefault(gpu, {})
     if sep:
         card[key.strip()] = value.strip()
-    else:
-        card.setdefault("messages", "")
-        card["messages"] += rest.strip() + "\n"  # "Unable to display temperature"
 
 
 def _read_csv(
@@ -138,7 +136,11 @@ def _read_csv(
 
 class _Concise:
     """The concise table: columns found by name in the header, cells split on whitespace with
-    comma-continued cells (`0x74a1,   55354`, `NPS1, CPX, 7`) joined back together."""
+    comma-continued cells (`0x74a1,   55354`, `NPS1, CPX, 7`) joined back together.
+
+    Each cell is filed under the field name `--json` and the key/value text use for the same
+    reading, so one mapping (`_gpu`) reads every shape.
+    """
 
     _NAMES = frozenset(
         {"GPU", "DEVICE", "NODE", "IDS", "TEMP", "AVGPWR", "POWER", "PARTITIONS", "SCLK",
@@ -183,8 +185,7 @@ class _Concise:
             return False
         row = dict(zip(self.columns, cells, strict=True))
         card = cards.setdefault(int(cells[0]), {})
-        sensor = {"edge": "edge", "junction": "junction", "memory": "memory"}[self.temp_sensor]
-        card[f"Temperature (Sensor {sensor}) (C)"] = row["TEMP"]
+        card[f"Temperature (Sensor {self.temp_sensor}) (C)"] = row["TEMP"]
         power = row.get("POWER", row.get("AVGPWR"))
         if power is not None:
             card["Average Graphics Package Power (W)"] = power
