@@ -130,8 +130,9 @@ def test_lspci_links_are_judged_when_no_gpu_tool_reports_one():
     assert ids(facts) == {"pcie.link_narrow": "fail", "pcie.link_downgraded": "warn"}
 
 
-def test_power_cap_below_board_power_warns():
-    assert ids(amd_node(healthy_mi300x(power_cap_w=500))) == {"power.capped": "warn"}
+def test_power_cap_below_board_power_warns_and_far_below_fails():
+    assert ids(amd_node(healthy_mi300x(power_cap_w=650))) == {"power.capped": "warn"}
+    assert ids(amd_node(healthy_mi300x(power_cap_w=500))) == {"power.capped": "fail"}
 
 
 def test_temperature_over_the_limit_fails_and_near_it_warns():

@@ -7,6 +7,7 @@ import pytest
 from labgpu_agent.cli import assemble_report
 from labgpu_agent.collect import fixture_profile_names, load_fixture_profile
 from labgpu_agent.report import validate_report
+from labgpu_agent.smoke import SMOKE_NAMES
 
 REQUIRED = {
     "healthy-mi300x",
@@ -28,7 +29,10 @@ def test_all_required_profiles_ship_with_the_package():
 def test_profile_gives_its_documented_verdict_and_findings(name):
     profile = load_fixture_profile(name)
     assert profile.description and profile.fault, "every profile documents its fault"
-    report = assemble_report(profile_name=None, fixture=profile, smoke_names=[])
+    # As a node of a pool with the default setting: all four smoke tests are required.
+    report = assemble_report(
+        profile_name=None, fixture=profile, smoke_names=[], required_smoke=list(SMOKE_NAMES)
+    )
     validate_report(report)
     found = {f["id"] for f in report["findings"] if f["severity"] != "info"}
     assert report["verdict"] == profile.expected_verdict
