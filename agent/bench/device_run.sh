@@ -74,6 +74,12 @@ done
 full)
 step h200/check-full.json 420 $A check --json --profile h200 --smoke matmul,bandwidth,sdxl,llm
 ;;
+llm-spread)
+# Issue 12: run-to-run spread of eager decode, six separate processes back to back.
+for round in 1 2 3 4 5 6; do
+  step h200/spread-llm-$round.json 300 $A smoke llm --json --profile h200
+done
+;;
 gate3)
 # Issue 12: the whole per-booking gate, three separate processes in a row (no warn allowed), plus
 # the reliability sources and the vendor stress tool the deep check would run.

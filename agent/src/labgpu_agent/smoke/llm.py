@@ -2,7 +2,8 @@
 
 Synthetic weights by default (LlamaConfig below matches meta-llama/Meta-Llama-3-8B's config.json;
 random init, nothing downloaded); `weights=DIR` loads a local checkpoint instead. Greedy decoding
-of exactly `new_tokens` tokens at batch 1 and at batch B, each timed after a warm-up run.
+of exactly `new_tokens` tokens at batch 1 and at batch B, each timed after a warm-up run; the
+throughput is that of the fastest timed call (see run_llm).
 """
 
 from __future__ import annotations
@@ -120,7 +121,11 @@ def run_llm(
                 raise SmokeFailed(f"generated {produced} tokens, expected {new_tokens}")
             if not finite:
                 raise SmokeFailed("Llama logits are not finite")
-            seconds = statistics.median(times)
+            # The fastest call, not the median: eager decode is bound by the host launching
+            # kernels, and interference from the host (other tenants, CPU frequency) only ever
+            # adds time. Over 19 processes on one H200 the fastest of 5 moved 0.67-1.32x around
+            # its median where the median call moved 0.59-1.41x (docs/benchmarks.md, issue 12).
+            seconds = min(times)
             return SmokeResult(
                 name="llm",
                 status="passed",
@@ -136,9 +141,11 @@ def run_llm(
                     "dtype": "bfloat16",
                     "warmup": warmup,
                     "iters": iters,
+                    "statistic": "fastest",
                 },
                 extra={
                     "seconds_per_generate": round(seconds, 4),
+                    "seconds_median": round(statistics.median(times), 4),
                     "seconds_all": [round(t, 4) for t in times],
                 },
                 environment={**torch_environment(torch), "transformers": transformers.__version__},
