@@ -1,6 +1,8 @@
 from datetime import UTC, datetime
+from typing import Any
 
 import django_filters
+from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
@@ -46,3 +48,16 @@ class UtcIsoDateTimeField(IsoDateTimeField):
 
 class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
+
+
+class IdFilter(django_filters.NumberFilter):
+    """An object id in a query string: a whole number the database can hold (bigint), else 400.
+
+    NumberFilter alone takes any decimal (`1e308`, `-4.5e-142`), which SQLite cannot bind."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", -(2**63))
+        kwargs.setdefault("max_value", 2**63 - 1)
+        super().__init__(*args, **kwargs)

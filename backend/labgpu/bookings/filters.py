@@ -1,6 +1,6 @@
 import django_filters
 
-from labgpu.api.fields import UtcIsoDateTimeFilter
+from labgpu.api.fields import IdFilter, UtcIsoDateTimeFilter
 from labgpu.bookings.models import Booking
 
 
@@ -12,9 +12,9 @@ class BookingFilter(django_filters.FilterSet):
     end_before = UtcIsoDateTimeFilter(
         field_name="start", lookup_expr="lt", label="Bookings that start before this moment"
     )
-    user = django_filters.NumberFilter(field_name="user_id")
-    lab = django_filters.NumberFilter(field_name="lab_id")
-    pool = django_filters.NumberFilter(field_name="pool_id")
+    user = IdFilter(field_name="user_id")
+    lab = IdFilter(field_name="lab_id")
+    pool = IdFilter(field_name="pool_id")
     mine = django_filters.BooleanFilter(method="filter_mine", label="Only my own bookings")
 
     class Meta:
