@@ -324,6 +324,19 @@ def test_nvidia_smi_xml_of_an_a100_with_mig_enabled():
     assert facts.driver_version == "535.54.03" and facts.cuda_version == "12.2"
 
 
+def test_nvidia_smi_xml_v11_inside_a_vgpu_guest():
+    """https://github.com/influxdata/telegraf/blob/master/plugins/inputs/nvidia_smi/testdata/tesla_p4.xml"""
+    facts = parse_clean(
+        "nvidia-smi-xml", "nvidia-smi/q_x_grid_p4_vgpu_guest_driver513_v11_telegraf.xml"
+    )
+    (gpu,) = facts.gpus
+    assert (gpu.model, gpu.virtual_function, gpu.index) == ("GRID P4-1Q", True, 0)  # minor N/A
+    assert (gpu.vram_total_mib, gpu.vram_used_mib) == (1024, 807)
+    assert (gpu.power_draw_w, gpu.power_cap_w, gpu.pcie_gen) == (None, None, None)  # all N/A
+    assert (gpu.ecc_correctable, gpu.ecc_uncorrectable) == (None, None)  # single/double_bit N/A
+    assert facts.driver_version == "513.46"
+
+
 def test_plain_nvidia_smi_of_an_h200_in_mig_mode():
     """https://github.com/utkuozdemir/nvidia_gpu_exporter/blob/master/internal/captures/linux-x86_64__nvidia-h200-mig__580.173.02.txt"""
     facts = parse_clean("nvidia-smi", "nvidia-smi/table_h200_mig_driver580_nvidia_gpu_exporter.txt")
