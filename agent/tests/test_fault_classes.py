@@ -260,3 +260,11 @@ def test_rvs_logs_keep_bandwidth_power_and_pcie_per_gpu():
     assert found[("deep.memory_triad_gb_per_s", 1)] == "fail"  # 1.2 TB/s is 23 % of 5.3
     assert ("deep.memory_triad_gb_per_s", 0) not in found
     assert found[("deep.pcie_h2d_gb_per_s", 1)] == "fail"
+
+
+def test_a_deep_check_with_no_stress_tool_says_so_on_the_h200():
+    """run5/deep-check.json: `check --json --deep --profile h200` where dcgmi is not installed."""
+    report = json.loads((FIXTURES / "h200" / "run5" / "deep-check.json").read_text())
+    assert report["deep"] is True and report["verdict"] == "warn"
+    assert [f["id"] for f in report["findings"]] == ["deep.unavailable"]
+    assert report["facts"]["sources"]["dcgmi-diag"] == "missing"
