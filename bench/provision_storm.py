@@ -18,8 +18,8 @@ What it does (everything on loopback; droplet IPs are TEST-NET addresses nobody 
   4. after --hold seconds, ends them: N cancels through the API, spread over --end-window;
      waits until every booking is completed, every node destroyed and metered;
   5. prints time to all ready, the provider's request rate and 429s (the emulator's own
-     counters), duplicate droplets per node attempt and orphans left (the emulator's own ledger,
-     or its log and state), and per-hop orchestration overhead p50/p99 from the database's
+     counters), duplicate droplets per node attempt and orphans left (the emulator's own
+     ledger), and per-hop orchestration overhead p50/p99 from the database's
      timestamps and the emulator's record;
   6. stops everything it started (the emulator stops its agents) and drops the database
      (unless --keep-db).
@@ -96,9 +96,9 @@ OTHER_SEGMENTS = [
         "  agent process → bootstrap stored (agent start + API)",
     ),
     ("bootstrap_to_report", "agent bootstrap → report stored (agent)"),
-    ("end_to_delete", "  booking ended → DELETE at the provider (ledger)"),
-    ("provider_delete", "  DELETE → droplet gone (provider, ledger)"),
-    ("gone_to_confirmed", "  droplet gone → destroy confirmed (ledger)"),
+    ("end_to_delete", "  booking ended → DELETE at the provider"),
+    ("provider_delete", "  DELETE → droplet gone (provider)"),
+    ("gone_to_confirmed", "  droplet gone → destroy confirmed"),
 ]
 
 
@@ -473,18 +473,15 @@ RECORD_SQL = {
                  WHERE u.node_id = n.id),
                (SELECT COUNT(*) FROM usage_usagerecord u WHERE u.node_id = n.id)
         FROM provisioning_node n""",
-    # usage is per droplet once usage_usagerecord has droplet_id (issue 10, I-8)
+    # I-8: usage is recorded per droplet
     "metered_droplets": """
         SELECT droplet_id FROM usage_usagerecord""",
-    "has_droplet_column": """
-        SELECT 1 FROM information_schema.columns
-        WHERE table_name = 'usage_usagerecord' AND column_name = 'droplet_id'""",
 }
 
 
-def read_record(database_url: str) -> tuple[dict, list[dict], set[str] | None]:
+def read_record(database_url: str) -> tuple[dict, list[dict], set[str]]:
     """Bookings and nodes with their timestamps (epoch seconds), and the droplet ids that have a
-    usage record (None while usage is recorded per node, not per droplet)."""
+    usage record."""
     with psycopg.connect(database_url, autocommit=True) as conn:
         bookings = {
             row[0]: {
@@ -515,9 +512,7 @@ def read_record(database_url: str) -> tuple[dict, list[dict], set[str] | None]:
                 if node[key] is not None and key != "usage_records":
                     node[key] = float(node[key])
             nodes.append(node)
-        metered = None
-        if conn.execute(RECORD_SQL["has_droplet_column"]).fetchone():
-            metered = {row[0] for row in conn.execute(RECORD_SQL["metered_droplets"])}
+        metered = {row[0] for row in conn.execute(RECORD_SQL["metered_droplets"])}
     return bookings, nodes, metered
 
 
@@ -667,18 +662,8 @@ def summarize(
     node_names = {f"labgpu-node-{n['id']}" for n in nodes}
     duplicates = sum(count - 1 for count in per_name.values() if count > 1)
     strangers = sorted(set(per_name) - node_names)
-    orphans = [d for d in state_end["droplets"] if d.get("gone_at") is None]
-    if "ledger" in state_end:
-        orphans += [
-            {"id": e["id"]}
-            for e in state_end["ledger"]
-            if e["gone_at"] is None and e["id"] not in {d["id"] for d in orphans}
-        ]
-    unmetered = (
-        sorted(i for i in creates if str(i) not in metered)
-        if metered is not None
-        else None
-    )
+    orphans = [e for e in state_end["ledger"] if e["gone_at"] is None]
+    unmetered = sorted(i for i in creates if str(i) not in metered)
     ready_nodes = [n for n in nodes if n["ready"] is not None]
     booked = [b for b in bookings.values()]
     dues = [b["due"] for b in booked]
@@ -787,7 +772,6 @@ def summarize(
             "api_5xx": http_5xx,
         },
         "duplicates": duplicates,
-        "provider_record": next((e["source"] for e in creates.values()), None),
         "droplets_not_of_a_node": strangers,
         "orphans_after_teardown": [d["id"] for d in orphans],
         "hops_s": hop_stats,
@@ -833,30 +817,23 @@ def summarize(
 def provider_record(
     state: dict, log_path: Path, sampled: dict[int, dict]
 ) -> dict[int, dict]:
-    """Every droplet the emulator created: name, created, active, delete_requested, gone (epoch
-    seconds). From its ledger when it keeps one (`state["ledger"]`), else from its log; the
-    activation from its log or, failing that, from the state samples (the planned `active_at`,
-    reached on the emulator's next tick)."""
+    """Every droplet the emulator created, from its ledger: name, created, delete_requested, gone
+    (epoch seconds); the activation from its log or, failing that, from the state samples (the
+    planned `active_at`, reached on the emulator's next tick)."""
     logged = emulator_log_record(log_path)
-    if "ledger" in state:
-        record = {
-            entry["id"]: {
-                "name": entry["name"],
-                "created": entry["created_at"],
-                "delete_requested": entry.get("delete_requested_at"),
-                "gone": entry.get("gone_at"),
-                "source": "ledger",
-            }
-            for entry in state["ledger"]
-        }
-    else:
-        record = {i: {**entry, "source": "log"} for i, entry in logged.items()}
-    for droplet_id, entry in record.items():
-        active = logged.get(droplet_id, {}).get("active")
-        seen = sampled.get(droplet_id, {})
+    record = {}
+    for entry in state["ledger"]:
+        active = logged.get(entry["id"], {}).get("active")
+        seen = sampled.get(entry["id"], {})
         if active is None and seen.get("status") == "active" and seen.get("active_at"):
             active = float(seen["active_at"])
-        entry["active"] = active
+        record[entry["id"]] = {
+            "name": entry["name"],
+            "created": entry["created_at"],
+            "active": active,
+            "delete_requested": entry["delete_requested_at"],
+            "gone": entry["gone_at"],
+        }
     return record
 
 
@@ -914,7 +891,7 @@ def print_table(s: dict) -> None:
         ("  by route", json.dumps(p["by_route"])),
         ("  429s", (f"{p['rate_limited_429']}; task retries {w['task_retries']}, tasks given up "
                    f"{w['tasks_given_up']}, failed nodes {len(w['failed_nodes'])}")),
-        ("duplicates", f"{s['duplicates']} (droplets per node attempt > 1, emulator {s['provider_record']})"),
+        ("duplicates", f"{s['duplicates']} (droplets per node attempt > 1, emulator's ledger)"),
         ("orphans after teardown", str(len(s["orphans_after_teardown"]))),
         ("usage missing", str(len(w["usage_missing_for_nodes"]))),
         ("API 5xx", str(w["api_5xx"])),

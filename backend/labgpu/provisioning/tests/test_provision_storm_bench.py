@@ -18,7 +18,6 @@ from django.db import connection
 REPO = Path(__file__).resolve().parents[4]
 STORM = REPO / "bench" / "provision_storm.py"
 BOOKINGS = 3
-LEDGER_ONLY = {"end_to_delete", "provider_delete", "gone_to_confirmed"}
 
 pytestmark = [
     pytest.mark.slow,
@@ -57,10 +56,8 @@ def test_a_tiny_provision_storm_readies_and_tears_down_every_booking():
     # The emulator's own counters: one droplet created and deleted per booking, none left.
     assert summary["provider"]["creates"] == BOOKINGS, summary["provider"]
     assert summary["duplicates"] == 0 and summary["orphans_after_teardown"] == []
+    assert summary["lost_work"]["droplets_without_usage"] == []
     assert summary["lost_work"]["api_5xx"] == 0 and summary["lost_work"]["failed_nodes"] == []
-    # Every hop was measured for every node: the record the numbers come from is complete (the
-    # delete's split needs the emulator's ledger).
+    # Every hop was measured for every node: the record the numbers come from is complete.
     measured = {key: hop["n"] for key, hop in summary["hops_s"].items()}
-    if summary["provider_record"] != "ledger":
-        measured = {k: n for k, n in measured.items() if k not in LEDGER_ONLY}
     assert measured == dict.fromkeys(measured, BOOKINGS) and len(measured) >= 10, measured
