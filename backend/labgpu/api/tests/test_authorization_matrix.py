@@ -101,6 +101,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "POST /api/v1/bookings/{id}/extend/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/reject/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/feeds/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/nodes/{id}/deep-check/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "POST /api/v1/instance-types/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "POST /api/v1/labs/{lab_pk}/members/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "POST /api/v1/me/ssh-keys/": ("ok", "ok", "ok", "ok", "auth", "auth"),
