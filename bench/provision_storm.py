@@ -794,6 +794,9 @@ def summarize(
         "machine": {
             "busy_pct": times.get("busy_pct"),
             "cpu_at_all_ready": times.get("cpu"),
+            # 1-minute load average: the neighbours' work shows here before the storm starts
+            "load_before": round(times["load_at_start"], 1),
+            "load_at_all_ready": round(times.get("load_at_ready", 0), 1),
             "max_agents_running": watcher.max_agents,
             "min_mem_available_mb": watcher.min_mem_mb,
         },
@@ -928,7 +931,8 @@ def print_table(s: dict) -> None:
         )
     rows.append(
         ("machine", (f"{m['busy_pct']} % busy of {c['cpus']} cores; ≤ {m['max_agents_running']} "
-                    f"agents at once; ≥ {m['min_mem_available_mb']} MB memory free"))
+                    f"agents at once; ≥ {m['min_mem_available_mb']} MB memory free; load "
+                    f"{m['load_before']} before, {m['load_at_all_ready']} at all ready"))
     )  # fmt: skip
     rows.append(("verdict", "ok" if s["ok"] else "FAILED (see JSON)"))
     width = max(len(k) for k, _ in rows)
@@ -1014,7 +1018,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout_s=60,
             message="the beat to start",
         )
-        times: dict = {"start": time.time()}
+        times: dict = {"start": time.time(), "load_at_start": os.getloadavg()[0]}
         busy0, total0 = storm.cpu_times()
         with Watcher(emulator) as watcher:
             log(args, f"booking {args.bookings} nodes over {args.window} s")
@@ -1029,6 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
             times["ready"] = time.time()
             times["cpu"] = cpu_snapshot(web, workers, emulator, watcher, database_url)
+            times["load_at_ready"] = os.getloadavg()[0]
             time.sleep(args.hold)
             log(args, f"ending {created} bookings over {args.end_window} s")
             cancels = cancel_bookings(args, api, made)
