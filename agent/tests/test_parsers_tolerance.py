@@ -236,3 +236,29 @@ def test_amd_smi_json_after_a_warning_banner_and_the_watch_banner():
     facts = parse("amd-smi-metric", text)
     assert facts.parse_problems == []
     assert [g.power_draw_w for g in facts.gpus] == [140, 141]  # one document per interval
+
+
+def test_rocm_smi_concise_rows_of_secondary_partitions_with_n_a_ids_and_modes():
+    """rocm-smi 6.4.1 prints N/A for most partition values of secondary partitions
+    (https://github.com/ROCm/ROCm/issues/4759); they are unknown, not a device id or a mode."""
+    lines = [
+        "Device  Node  IDs              Temp        Power     Partitions          SCLK    "
+        "MCLK    Fan  Perf  PwrCap  VRAM%  GPU%",
+        "              (DID,     GUID)  (Junction)  (Socket)  (Mem, Compute, ID)",
+        "=" * 60,
+        "0       2     0x74a1,   10931  48.0°C      145.0W    NPS1, CPX, 0        132Mhz  "
+        "900Mhz  0%   auto  750.0W  0%     0%",
+        "1       3     N/A,      6834   N/A         N/A       N/A, N/A, 1         N/A     "
+        "N/A     0%   auto  N/A     0%     0%",
+    ]
+    text = "\n".join(lines) + "\n"
+    facts = parse("rocm-smi", text)
+    assert facts.parse_problems == []
+    first, second = facts.gpus
+    assert (first.compute_partition, first.virtual_function) == ("CPX", False)
+    assert (second.compute_partition, second.memory_partition) == (None, None)
+    assert (second.virtual_function, second.temperature_hotspot_c, second.power_cap_w) == (
+        None,
+        None,
+        None,
+    )
