@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The browser suite against a real backend: a fresh database with the demo data, gunicorn serving
 # the built SPA and the API on one origin, Debian's Chromium driven by playwright-core.
-# PostgreSQL when DATABASE_URL is set (CI), else a throwaway SQLite file.
+# PostgreSQL when DATABASE_URL is set (CI), else a throwaway SQLite file. Arguments pick specs by
+# name (e.g. `run-e2e.sh pages`); none runs them all.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PY="$ROOT/.venv/bin/python"
@@ -38,4 +39,4 @@ for _ in $(seq 1 50); do
 done
 
 cd "$ROOT/frontend"
-E2E_BASE_URL="http://127.0.0.1:$PORT" E2E_USERS_JSON="$VAR/users.json" npm run test:e2e
+E2E_BASE_URL="http://127.0.0.1:$PORT" E2E_USERS_JSON="$VAR/users.json" npm run test:e2e -- "$@"
