@@ -150,7 +150,8 @@ def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:
                 parts.append(Facts(parse_problems=[exc.problem]))  # a shape we cannot read
             continue
         if raw.exit_code != 0:
-            part.parse_problems = []  # a failed tool prints its error, not its format
+            for read in (part, *extra):
+                read.parse_problems = []  # a failed tool prints its error, not its format
         status[name] = "ok" if raw.exit_code == 0 else f"exit {raw.exit_code}"
         parts.append(part)
         parts.extend(extra)
