@@ -22,7 +22,8 @@ class ProviderAccountSerializer(serializers.ModelSerializer):
 
 class InstanceTypeSerializer(serializers.ModelSerializer):
     baselines = serializers.SerializerMethodField(
-        help_text="Rolling median of smoke metrics over recent passing health reports."
+        help_text="Per smoke metric (`name:metric`): the lab-weighted median over the latest "
+        "passing report of each of the last 50 nodes; out-of-range values are ignored."
     )
 
     class Meta:

@@ -104,7 +104,8 @@ class NodeDeepCheckView(APIView):
 
 
 class InstanceTypeHealthView(APIView):
-    """Baselines (rolling median of passing reports) and the latest reports of a type."""
+    """Baselines (lab-weighted median of each node's latest passing report) and the latest
+    reports of a type."""
 
     permission_classes = BASE_PERMISSIONS
 
