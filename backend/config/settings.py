@@ -179,7 +179,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # Bounded integers for ids and numbers (labgpu/api/filters.py).
+    "DEFAULT_FILTER_BACKENDS": ["labgpu.api.filters.FilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "labgpu.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_CLASSES": [

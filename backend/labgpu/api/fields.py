@@ -1,19 +1,29 @@
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, date, datetime
 from typing import Any
 
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 from rest_framework import serializers
 
+from labgpu.core.timeutils import EARLIEST_ACCEPTED, LATEST_ACCEPTED, accepted_moment
+
+OUT_OF_RANGE = (
+    f"Give a time between {EARLIEST_ACCEPTED:%Y-%m-%d} and {LATEST_ACCEPTED:%Y-%m-%d} (UTC)."
+)
+
 
 class AwareDateTimeField(serializers.DateTimeField):
-    """ISO 8601 with an explicit offset only: a naive datetime is ambiguous (I-7)."""
+    """ISO 8601 with an explicit offset only: a naive datetime is ambiguous (I-7); and inside
+    the accepted range (core.timeutils), so no grid or month arithmetic can overflow."""
 
     default_error_messages = {
         "naive_datetime": "Give the time zone offset, e.g. 2026-12-01T09:00:00+08:00 or …Z.",
+        "datetime_out_of_range": OUT_OF_RANGE,
     }
 
     def to_internal_value(self, value: object) -> datetime:
@@ -26,7 +36,22 @@ class AwareDateTimeField(serializers.DateTimeField):
                 self.fail("naive_datetime")
         elif isinstance(value, datetime) and timezone.is_naive(value):
             self.fail("naive_datetime")
-        return super().to_internal_value(value)
+        moment = super().to_internal_value(value)
+        if not accepted_moment(moment):
+            self.fail("datetime_out_of_range")
+        return moment
+
+
+class AcceptedDateField(serializers.DateField):
+    """A date (a quota month) inside the accepted range: month arithmetic can never overflow."""
+
+    default_error_messages = {"date_out_of_range": OUT_OF_RANGE}
+
+    def to_internal_value(self, value: object) -> date:
+        day = super().to_internal_value(value)
+        if not EARLIEST_ACCEPTED.date() <= day < LATEST_ACCEPTED.date():
+            self.fail("date_out_of_range")
+        return day
 
 
 class UtcIsoDateTimeField(IsoDateTimeField):
@@ -41,9 +66,12 @@ class UtcIsoDateTimeField(IsoDateTimeField):
         if parsed is None or timezone.is_naive(parsed):
             return parsed
         try:
-            return parsed.astimezone(UTC)
+            moment = parsed.astimezone(UTC)
         except OverflowError:
             raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+        if not accepted_moment(moment):
+            raise ValidationError(OUT_OF_RANGE, code="datetime_out_of_range")
+        return moment
 
 
 class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
@@ -61,3 +89,34 @@ class IdFilter(django_filters.NumberFilter):
         kwargs.setdefault("min_value", -(2**63))
         kwargs.setdefault("max_value", 2**63 - 1)
         super().__init__(*args, **kwargs)
+
+
+MAX_ID = 2**63 - 1  # bigint: a larger id cannot exist, and must not reach the database
+
+
+class OwnPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
+    """An id among the objects the requester may name (`visible_to(user)`).
+
+    An unknown id and another lab's read the same — 400 `does_not_exist`, with no name in the
+    message — so an error reveals neither what other labs are called nor which ids exist. Ids are
+    whole numbers in 1…2^63−1 (or such digits as text); `1e300`, `1.5`, `true` are refused before
+    any query.
+    """
+
+    def __init__(self, *, visible_to: Callable[[Any], QuerySet], **kwargs: Any) -> None:
+        self.visible_to = visible_to
+        super().__init__(**kwargs)
+
+    def get_queryset(self) -> QuerySet:
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        return self.visible_to(user) if user is not None else super().get_queryset().none()
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and data.isascii() and data.isdigit() and len(data) <= 19:
+            data = int(data)
+        if type(data) is not int:
+            self.fail("incorrect_type", data_type=type(data).__name__)
+        if not 1 <= data <= MAX_ID:
+            self.fail("does_not_exist", pk_value=data)
+        return super().to_internal_value(data)

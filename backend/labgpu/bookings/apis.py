@@ -54,7 +54,7 @@ class BookingViewSet(
         ],
     )
     def create(self, request: Request) -> Response:
-        serializer = BookingCreateSerializer(data=request.data)
+        serializer = BookingCreateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         key = request.headers.get("Idempotency-Key", "").strip() or None
         if key and len(key) > 255:

@@ -36,7 +36,7 @@ from labgpu.bookings.services import (
     idempotency_fingerprint,
 )
 from labgpu.core.outbox import publish_best_effort
-from labgpu.core.timeutils import now
+from labgpu.core.timeutils import accepted_moment, now
 
 logger = logging.getLogger(__name__)
 BODY_FIELDS = frozenset({"pool", "start", "end", "purpose", "lab"})
@@ -215,9 +215,10 @@ def _aware(value: object) -> datetime | None:
         return None
     try:
         parsed = datetime.fromisoformat(value)
-        return parsed.astimezone(UTC) if parsed.utcoffset() is not None else None
+        moment = parsed.astimezone(UTC) if parsed.utcoffset() is not None else None
     except (ValueError, OverflowError):
         return None
+    return moment if moment is not None and accepted_moment(moment) else None
 
 
 def _purpose(value: object) -> str | None:

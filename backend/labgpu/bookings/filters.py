@@ -1,10 +1,11 @@
 import django_filters
 
 from labgpu.api.fields import IdFilter, UtcIsoDateTimeFilter
+from labgpu.api.filters import FilterSet
 from labgpu.bookings.models import Booking
 
 
-class BookingFilter(django_filters.FilterSet):
+class BookingFilter(FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=Booking.Status.choices)
     start_after = UtcIsoDateTimeFilter(
         field_name="end", lookup_expr="gt", label="Bookings that end after this moment"

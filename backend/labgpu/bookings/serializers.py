@@ -1,8 +1,9 @@
 from rest_framework import serializers
 
 from labgpu.accounts.models import Lab
+from labgpu.accounts.selectors import labs_visible_to
 from labgpu.accounts.serializers import LabSummarySerializer, UserSummarySerializer
-from labgpu.api.fields import AwareDateTimeField
+from labgpu.api.fields import AwareDateTimeField, OwnPrimaryKeyRelatedField
 from labgpu.bookings.models import Booking
 
 
@@ -78,8 +79,9 @@ class BookingCreateSerializer(serializers.Serializer):
     )
     end = AwareDateTimeField()
     purpose = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-    lab = serializers.PrimaryKeyRelatedField(
+    lab = OwnPrimaryKeyRelatedField(
         queryset=Lab.objects.all(),
+        visible_to=labs_visible_to,
         required=False,
         allow_null=True,
         help_text="Needed when you are in several labs.",

@@ -86,7 +86,8 @@ def _resolve_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
     for membership in memberships:
         if membership.lab_id == lab.pk:
             return lab, membership
-    raise NotPermitted(f"You are not a member of {lab.name}.", code="not_a_member", field="lab")
+    # No name: whoever is not a member must not learn what a lab id is called (issue 11 item 12).
+    raise NotPermitted("You are not a member of this lab.", code="not_a_member", field="lab")
 
 
 def _check_times(*, pool: NodePool, start: datetime, end: datetime, on_demand: bool) -> None:

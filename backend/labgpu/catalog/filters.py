@@ -1,10 +1,9 @@
-import django_filters
-
 from labgpu.api.fields import UtcIsoDateTimeFilter
+from labgpu.api.filters import FilterSet
 from labgpu.catalog.models import Blackout
 
 
-class BlackoutFilter(django_filters.FilterSet):
+class BlackoutFilter(FilterSet):
     start_before = UtcIsoDateTimeFilter(field_name="start", lookup_expr="lt")
     end_after = UtcIsoDateTimeFilter(field_name="end", lookup_expr="gt")
 

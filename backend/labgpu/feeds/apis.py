@@ -43,7 +43,7 @@ class CalendarFeedViewSet(
         request=CalendarFeedCreateSerializer, responses={201: CalendarFeedCreatedSerializer}
     )
     def create(self, request: Request) -> Response:
-        body = CalendarFeedCreateSerializer(data=request.data)
+        body = CalendarFeedCreateSerializer(data=request.data, context={"request": request})
         body.is_valid(raise_exception=True)
         feed, raw = services.feed_create(
             user=request.user,

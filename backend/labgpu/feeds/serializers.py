@@ -1,6 +1,8 @@
 from rest_framework import serializers
 
+from labgpu.api.fields import OwnPrimaryKeyRelatedField
 from labgpu.catalog.models import NodePool
+from labgpu.catalog.selectors import pools_visible_to
 from labgpu.feeds.models import CalendarFeed
 
 KIND_HELP = "`user`: your own bookings; `pool`: every booking of one pool (others' as Busy)."
@@ -42,8 +44,9 @@ class CalendarFeedSerializer(serializers.ModelSerializer):
 
 class CalendarFeedCreateSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=CalendarFeed.Kind.choices, help_text=KIND_HELP)
-    pool = serializers.PrimaryKeyRelatedField(
+    pool = OwnPrimaryKeyRelatedField(
         queryset=NodePool.objects.all(),
+        visible_to=pools_visible_to,
         required=False,
         allow_null=True,
         help_text="Required for a `pool` feed.",

@@ -8,7 +8,7 @@ from labgpu.accounts.models import ApiToken, User
 from labgpu.accounts.services import hash_token
 from labgpu.catalog.models import NodePool
 from labgpu.catalog.selectors import pools_visible_to
-from labgpu.core.errors import ApplicationError, NotFound
+from labgpu.core.errors import ApplicationError
 from labgpu.core.timeutils import now
 from labgpu.feeds.models import CalendarFeed
 
@@ -31,7 +31,12 @@ def feed_create(
         if pool is None:
             raise ApplicationError("Pick the pool to follow.", code="required", field="pool")
         if not pools_visible_to(user).filter(pk=pool.pk).exists():
-            raise NotFound("No such pool.")
+            # As the serializer answers an unknown id: a hidden pool reads as one that is not.
+            raise ApplicationError(
+                f'Invalid pk "{pool.pk}" - object does not exist.',
+                code="does_not_exist",
+                field="pool",
+            )
     else:
         raise ApplicationError(f"Unknown feed kind: {kind}.", code="invalid", field="kind")
     prefix = secrets.token_hex(4)

@@ -61,7 +61,7 @@ class QuotaViewSet(
     @extend_schema(request=QuotaWriteSerializer, responses={201: QuotaSerializer})
     def create(self, request: Request) -> Response:
         """Set a lab's quota for an instance type and month (site admins; audited)."""
-        body = QuotaWriteSerializer(data=request.data)
+        body = QuotaWriteSerializer(data=request.data, context={"request": request})
         body.is_valid(raise_exception=True)
         quota = services.quota_set(actor=request.user, **body.validated_data)
         return Response(self.get_serializer(quota).data, status=status.HTTP_201_CREATED)
@@ -86,7 +86,7 @@ class QuotaRequestViewSet(
         return requests.filter(lab_id__in=lab_ids_of(self.request.user))
 
     def create(self, request: Request) -> Response:
-        body = QuotaRequestSerializer(data=request.data)
+        body = QuotaRequestSerializer(data=request.data, context={"request": request})
         body.is_valid(raise_exception=True)
         quota_request = services.quota_request_create(actor=request.user, **body.validated_data)
         return Response(QuotaRequestSerializer(quota_request).data, status=status.HTTP_201_CREATED)

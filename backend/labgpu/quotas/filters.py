@@ -1,9 +1,10 @@
 import django_filters
 
+from labgpu.api.filters import FilterSet
 from labgpu.quotas.models import Quota, QuotaRequest
 
 
-class QuotaFilter(django_filters.FilterSet):
+class QuotaFilter(FilterSet):
     month = django_filters.DateFilter()
 
     class Meta:
@@ -11,7 +12,7 @@ class QuotaFilter(django_filters.FilterSet):
         fields = ["lab", "instance_type", "month"]
 
 
-class QuotaRequestFilter(django_filters.FilterSet):
+class QuotaRequestFilter(FilterSet):
     class Meta:
         model = QuotaRequest
         fields = ["lab", "instance_type", "status"]

@@ -1,9 +1,12 @@
 from decimal import Decimal
 
+from django.db.models import QuerySet
 from rest_framework import serializers
 
 from labgpu.accounts.models import Lab
+from labgpu.accounts.selectors import labs_visible_to
 from labgpu.accounts.serializers import LabSummarySerializer
+from labgpu.api.fields import AcceptedDateField, OwnPrimaryKeyRelatedField
 from labgpu.catalog.models import InstanceType
 from labgpu.quotas.models import Quota, QuotaRequest
 
@@ -30,14 +33,26 @@ class QuotaSerializer(serializers.ModelSerializer):
         ]
 
 
+def _every_instance_type(user: object) -> QuerySet[InstanceType]:
+    return InstanceType.objects.all()
+
+
 class QuotaWriteSerializer(serializers.Serializer):
-    lab = serializers.PrimaryKeyRelatedField(queryset=Lab.objects.all())
-    instance_type = serializers.PrimaryKeyRelatedField(queryset=InstanceType.objects.all())
-    month = serializers.DateField()
+    lab = OwnPrimaryKeyRelatedField(queryset=Lab.objects.all(), visible_to=labs_visible_to)
+    instance_type = OwnPrimaryKeyRelatedField(
+        queryset=InstanceType.objects.all(), visible_to=_every_instance_type
+    )
+    month = AcceptedDateField()
     gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=2, min_value=0)
 
 
 class QuotaRequestSerializer(serializers.ModelSerializer):
+    # Another lab's id reads as an unknown one (issue 11 item 12).
+    lab = OwnPrimaryKeyRelatedField(queryset=Lab.objects.all(), visible_to=labs_visible_to)
+    instance_type = OwnPrimaryKeyRelatedField(
+        queryset=InstanceType.objects.all(), visible_to=_every_instance_type
+    )
+    month = AcceptedDateField()
     lab_detail = LabSummarySerializer(source="lab", read_only=True)
     instance_type_name = serializers.CharField(source="instance_type.name", read_only=True)
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)

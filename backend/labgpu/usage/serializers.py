@@ -10,7 +10,7 @@ class UsageQuerySerializer(serializers.Serializer):
     group_by = serializers.CharField(
         default="lab,day", help_text=f"Comma-separated, from: {', '.join(GROUPS)}"
     )
-    lab = serializers.IntegerField(required=False)
+    lab = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
     include_provider_cost = serializers.BooleanField(
         default=False, help_text="Site admins: also count failed nodes (the provider's cost)."
     )

@@ -369,7 +369,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Baselines (rolling median of passing reports) and the latest reports of a type. */
+        /**
+         * @description Baselines (lab-weighted median of each node's latest passing report) and the latest
+         *     reports of a type.
+         */
         get: operations["v1_instance_types_health_retrieve"];
         put?: never;
         post?: never;
@@ -1165,7 +1168,7 @@ export interface components {
             price_per_hour: string;
             agent_profile?: string;
             expected_baselines?: unknown;
-            /** @description Rolling median of smoke metrics over recent passing health reports. */
+            /** @description Per smoke metric (`name:metric`): the lab-weighted median over the latest passing report of each of the last 50 nodes; out-of-range values are ignored. */
             readonly baselines: {
                 [key: string]: {
                     [key: string]: unknown;

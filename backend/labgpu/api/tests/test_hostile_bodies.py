@@ -118,3 +118,32 @@ def test_huge_numbers_in_quota_request_ids_are_a_400(
     text = raw_json(**values, month='"2099-01-01"', gpu_hours='"10"', reason='"x"')
     assert_json_400(send(as_bob, "POST", "/api/v1/quota-requests/", text))
     assert QuotaRequest.objects.count() == 0
+
+
+def integer_query_parameters():
+    """(path, parameter) for every integer query parameter of every GET in the schema."""
+    spec = yaml.safe_load(SCHEMA.read_text())
+    for path, item in spec["paths"].items():
+        operation = item.get("get")
+        if not operation or "{" in path:
+            continue
+        for parameter in operation.get("parameters", []):
+            schema = parameter.get("schema", {})
+            numeric = schema.get("type") in {"integer", "number"}
+            paging = parameter["name"] in {"page", "page_size"}
+            if parameter.get("in") == "query" and numeric and not paging:
+                yield path, parameter["name"]
+
+
+def test_huge_numbers_in_id_filters_are_a_400(carol):
+    client = client_for(carol)
+    probes = list(integer_query_parameters())
+    assert ("/api/v1/bookings/", "lab") in probes  # the scan found the filters
+    for path, name in probes:
+        for number in ("1e400", "-1e400", "99999999999999999999999", "1e300", "NaN"):
+            required = {"start": "2030-01-01T00:00:00Z", "end": "2030-02-01T00:00:00Z"}
+            base = required if path == "/api/v1/usage/" else {}
+            response = client.get(path, {**base, name: number})
+            assert response.status_code in (200, 400), (path, name, number, response.content)
+            if response.status_code == 400:
+                assert name in response.json()["extra"]["fields"], (path, name, response.json())

@@ -185,7 +185,7 @@ def test_pool_feed_needs_a_visible_pool(as_alice, as_mallory, pool, other_lab, v
     assert missing.status_code == 400 and missing.json()["extra"]["fields"]["pool"]
     pool.allowed_labs.set([vision_lab])
     hidden = as_mallory.post("/api/v1/feeds/", {"kind": "pool", "pool": pool.pk}, format="json")
-    assert hidden.status_code == 404
+    assert hidden.status_code == 400 and hidden.json()["code"] == "does_not_exist"  # as unknown
     extra = as_alice.post("/api/v1/feeds/", {"kind": "user", "pool": pool.pk}, format="json")
     assert extra.status_code == 400
 
