@@ -307,6 +307,7 @@ CELERY_BEAT_SCHEDULE = {
     "remind-ending-bookings": {"task": f"{_TASKS}.remind_ending_bookings", "schedule": every(60)},
     "fail-silent-nodes": {"task": f"{_TASKS}.fail_silent_nodes", "schedule": every(60)},
     "reconcile-all": {"task": f"{_TASKS}.reconcile_all", "schedule": every(60)},
+    "check-capacity-ahead": {"task": f"{_TASKS}.check_capacity_ahead", "schedule": every(600)},
     "refresh-state-gauges": {
         "task": "labgpu.ops.tasks.refresh_state_gauges",
         "schedule": every(30),
@@ -331,6 +332,11 @@ CELERY_BEAT_SCHEDULE["poll-nodes"] = {
 LABGPU_BOOT_TIMEOUT_S = int(os.environ.get("LABGPU_BOOT_TIMEOUT_S", str(15 * 60)))
 LABGPU_AGENT_REPORT_TIMEOUT_S = int(os.environ.get("LABGPU_AGENT_REPORT_TIMEOUT_S", str(15 * 60)))
 LABGPU_STUCK_AFTER_S = int(os.environ.get("LABGPU_STUCK_AFTER_S", "120"))
+# Stock-outs: how far ahead of a start to check the provider shows the size somewhere (and warn),
+# how long after the start a booking may wait for capacity before it fails, and how often to retry.
+LABGPU_PREFLIGHT_S = int(os.environ.get("LABGPU_PREFLIGHT_S", str(2 * 3600)))
+LABGPU_STOCKOUT_GRACE_S = int(os.environ.get("LABGPU_STOCKOUT_GRACE_S", str(15 * 60)))
+LABGPU_STOCKOUT_RETRY_S = int(os.environ.get("LABGPU_STOCKOUT_RETRY_S", "60"))
 # One worker at a time talks to the provider about a node. A thread renews the lease every third of
 # this while the worker works, so a killed worker delays the node's retry or teardown by at most it.
 LABGPU_PROVIDER_LEASE_S = int(os.environ.get("LABGPU_PROVIDER_LEASE_S", "30"))

@@ -84,6 +84,8 @@ class Booking(BaseModel):
     failure_reason = models.TextField(blank=True)
     actual_cost = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
     reminder_sent_at = models.DateTimeField(null=True, blank=True)
+    # When the user and lab admins were warned that no region showed capacity ahead of the start.
+    capacity_warned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["start", "id"]

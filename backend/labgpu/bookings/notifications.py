@@ -101,3 +101,20 @@ def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> N
             }
             body = _("Lab admins can request more quota in LabGPU.")
         _send(user, subject, body)
+
+
+def booking_capacity_warning(booking: Booking, *, regions: list[str], recipients) -> None:  # type: ignore[no-untyped-def]
+    """Ahead of the start, no region the pool may use shows the size available."""
+    for user in recipients:
+        with translation.override(user.language):
+            subject = _("Booking #%(id)s: no GPU capacity in sight yet") % {"id": booking.pk}
+            body = _(
+                "Your booking starts at %(start)s. The provider shows no %(size)s available in "
+                "%(regions)s right now. We keep trying from the provisioning time on; if no region "
+                "has capacity shortly after the start, the booking fails and nothing is charged."
+            ) % {
+                "start": _local(booking.start, user),
+                "size": booking.pool.instance_type.provider_size,
+                "regions": ", ".join(regions),
+            }
+        _send(user, subject, body)

@@ -137,13 +137,39 @@ def validate_smoke_list(value: object) -> None:
         )
 
 
+REGION_SLUG = re.compile(r"^[a-z]{3}[0-9]$")  # DigitalOcean's region slugs: tor1, atl1, nyc2…
+MAX_FALLBACK_REGIONS = 8
+
+
+def validate_fallback_regions(value: object) -> None:
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_FALLBACK_REGIONS
+        or any(not isinstance(r, str) or not REGION_SLUG.match(r) for r in value)
+        or len(set(value)) != len(value)
+    ):
+        raise ValidationError(
+            _("Fallback regions must be a list of at most %(n)s distinct region slugs like atl1."),
+            params={"n": MAX_FALLBACK_REGIONS},
+        )
+
+
 class NodePool(BaseModel):
-    """Up to `capacity` concurrent nodes of one instance type in one region, with booking rules."""
+    """Up to `capacity` concurrent nodes of one instance type in one region, with booking rules.
+
+    When the region has no stock of the size, provisioning tries `fallback_regions` in order.
+    """
 
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=60, unique=True)
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="pools")
     region = models.CharField(max_length=32)
+    fallback_regions = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_fallback_regions],
+        help_text=_("Regions to try, in order, when the pool's region has no capacity."),
+    )
     capacity = models.PositiveSmallIntegerField(
         validators=[MinValueValidator(1), MaxValueValidator(MAX_CAPACITY)]
     )
@@ -201,6 +227,11 @@ class NodePool(BaseModel):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def regions(self) -> list[str]:
+        """The pool's region, then its fallbacks: where provisioning may create its nodes."""
+        return [self.region, *(r for r in self.fallback_regions or [] if r != self.region)]
 
 
 class Blackout(BaseModel):

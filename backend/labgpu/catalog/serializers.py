@@ -65,6 +65,7 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "instance_type",
             "instance_type_detail",
             "region",
+            "fallback_regions",
             "capacity",
             "granularity_minutes",
             "min_duration_minutes",

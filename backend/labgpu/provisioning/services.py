@@ -29,6 +29,7 @@ from labgpu.core.transitions import transition
 from labgpu.providers import (
     Droplet,
     DropletSpec,
+    ProviderNoCapacity,
     ProviderNotFound,
     ProviderPermanentError,
     ProviderTransientError,
@@ -177,6 +178,65 @@ def bookings_remind_ending(*, minutes: int = 15, batch: int = 200) -> int:
     return sent
 
 
+def bookings_check_capacity_ahead(*, batch: int = 200) -> int:
+    """Warn the user and the lab's admins, once, when a booking starting within
+    LABGPU_PREFLIGHT_S finds its size shown unavailable in every region its pool may use.
+    One `GET /v2/sizes` per provider account per run. Returns how many bookings were warned."""
+    from labgpu.accounts.models import Membership
+
+    moment = now()
+    upcoming = list(
+        Booking.objects.filter(
+            status__in=[BookingStatus.SCHEDULED, BookingStatus.PENDING],
+            capacity_warned_at__isnull=True,
+            start__gt=moment,
+            start__lte=moment + timedelta(seconds=settings.LABGPU_PREFLIGHT_S),
+        ).select_related("pool__instance_type__provider_account", "user")[:batch]
+    )
+    sizes_by_account: dict[int, dict[str, set[str]]] = {}
+    warned = 0
+    for booking in upcoming:
+        pool = booking.pool
+        account = pool.instance_type.provider_account
+        if account.pk not in sizes_by_account:
+            try:
+                with driver_for(account) as driver:
+                    sizes_by_account[account.pk] = {
+                        size.slug: set(size.regions) if size.available else set()
+                        for size in driver.sizes()
+                    }
+            except ProviderTransientError as error:
+                logger.warning("capacity check for account %s skipped: %s", account.pk, error)
+                sizes_by_account[account.pk] = {}
+        sizes = sizes_by_account[account.pk]
+        if not sizes:
+            continue  # nothing known: never warn on a failed check
+        shown = sizes.get(pool.instance_type.provider_size, set())
+        if shown & set(pool.regions):
+            continue
+        if not Booking.objects.filter(pk=booking.pk, capacity_warned_at__isnull=True).update(
+            capacity_warned_at=moment
+        ):
+            continue
+        admins = [
+            m.user
+            for m in Membership.objects.filter(
+                lab_id=booking.lab_id, role=Membership.Role.LAB_ADMIN
+            ).select_related("user")
+        ]
+        recipients = list({u.pk: u for u in [booking.user, *admins]}.values())
+        notifications.booking_capacity_warning(booking, regions=pool.regions, recipients=recipients)
+        audit_record(
+            actor=None,
+            action="booking.capacity_warning",
+            target=booking,
+            lab=booking.lab,
+            data={"regions": pool.regions, "size": pool.instance_type.provider_size},
+        )
+        warned += 1
+    return warned
+
+
 # --- Node steps (tasks) ---------------------------------------------------------------------------
 
 
@@ -280,16 +340,10 @@ def _node_provision(*, node_id: int) -> None:
         return
     elif node.status != NodeStatus.CREATING or node.provider_id:
         return  # already past creation, or another worker got there
-    spec = _droplet_spec(node)
     try:
-        with driver_for(node.provider_account) as driver:
-            if first_try:
-                _renew_lease(node.pk)()
-                droplet, adopted = driver.create(spec), False
-            else:
-                droplet, adopted = create_or_adopt(
-                    driver, spec, before_create=_renew_lease(node.pk)
-                )
+        droplet, adopted = _create_in_some_region(node, first_try=first_try)
+    except _GaveUp:
+        return
     except ProviderPermanentError as error:
         node_fail(node_id=node.pk, reason=f"The provider refused to create the node: {error}")
         return
@@ -313,6 +367,67 @@ def _node_provision(*, node_id: int) -> None:
             return
     crash_point("provision.after_record")
     logger.info("node %s: droplet %s %s", node.pk, droplet.id, "adopted" if adopted else "created")
+
+
+class NoCapacityYet(ProviderTransientError):
+    """No region of the pool has the size now; try again later (until start + grace)."""
+
+
+def _create_in_some_region(node: Node, *, first_try: bool) -> tuple[Droplet, bool]:
+    """Create the node's droplet in its region, moving on to the pool's fallback regions while
+    the provider says "no capacity" (no droplet exists for a node while it moves: the region
+    changes only between refused creates)."""
+    regions = node.booking.pool.regions
+    if node.region not in regions:
+        regions = [node.region, *regions]
+    while True:
+        spec = _droplet_spec(node)
+        try:
+            with driver_for(node.provider_account) as driver:
+                if first_try:
+                    _renew_lease(node.pk)()
+                    return driver.create(spec), False
+                return create_or_adopt(driver, spec, before_create=_renew_lease(node.pk))
+        except ProviderNoCapacity as error:
+            later = regions[regions.index(node.region) + 1 :]
+            if not later:
+                _no_capacity_anywhere(node, regions=regions, error=error)
+            logger.info(
+                "node %s: no %s in %s; trying %s", node.pk, node.size, node.region, later[0]
+            )
+            audit_record(
+                actor=None,
+                action="node.region_fallback",
+                target=node,
+                data={"from": node.region, "to": later[0], "provider": error.message},
+            )
+            Node.objects.filter(pk=node.pk, provider_id="").update(region=later[0])
+            node.region = later[0]
+            first_try = False  # a refused create made nothing, but stay on the adopting path
+
+
+def _no_capacity_anywhere(node: Node, *, regions: list[str], error: ProviderNoCapacity) -> None:
+    """Every region refused. Wait for stock until the booking's start + the grace period; then
+    fail the booking (its slot freed, nothing charged, the user told) without a replacement."""
+    booking = node.booking
+    deadline = booking.start + timedelta(seconds=settings.LABGPU_STOCKOUT_GRACE_S)
+    Node.objects.filter(pk=node.pk, provider_id="").update(region=regions[0], updated_at=now())
+    node.region = regions[0]
+    if now() < deadline:
+        raise NoCapacityYet(
+            f"node {node.pk}: no {node.size} in {', '.join(regions)}",
+            retry_after=settings.LABGPU_STOCKOUT_RETRY_S,
+        )
+    reason = (
+        f"No GPU capacity: the provider had no {node.size} in {', '.join(regions)} "
+        f"by {deadline:%Y-%m-%d %H:%M} UTC ({error.message})."
+    )
+    node_fail(node_id=node.pk, reason=reason, replace=False)
+    raise _GaveUp(reason)
+
+
+class _GaveUp(ProviderPermanentError):
+    """Raised to leave the create loop once the node was failed for good (handled below)."""
 
 
 def node_adopt(*, node_id: int) -> bool:
@@ -551,8 +666,11 @@ class NodeBusy(Exception):
     """Another worker holds the node's provider lease; retry later."""
 
 
-def node_fail(*, node_id: int, reason: str, findings: list | None = None) -> bool:
-    """Give a node up: tear it down, and replace it once or fail the booking (I-5)."""
+def node_fail(
+    *, node_id: int, reason: str, findings: list | None = None, replace: bool = True
+) -> bool:
+    """Give a node up: tear it down, and replace it once or fail the booking (I-5). Without
+    `replace` the booking fails at once (a replacement would meet the same cause)."""
     with transaction.atomic():
         won = transition(
             Node,
@@ -576,15 +694,15 @@ def node_fail(*, node_id: int, reason: str, findings: list | None = None) -> boo
         )
         crash_point("fail.before_commit")
         _on_commit_enqueue("teardown_node", node.pk)
-        _replace_or_fail_booking(node=node, reason=reason)
+        _replace_or_fail_booking(node=node, reason=reason, replace=replace)
     return True
 
 
-def _replace_or_fail_booking(*, node: Node, reason: str) -> None:
+def _replace_or_fail_booking(*, node: Node, reason: str, replace: bool = True) -> None:
     booking = Booking.objects.select_for_update().get(pk=node.booking_id)
     if booking.status not in (BookingStatus.PROVISIONING, BookingStatus.READY):
         return  # ending or over: nothing to replace
-    if node.attempt < MAX_ATTEMPTS and booking.end > now():
+    if replace and node.attempt < MAX_ATTEMPTS and booking.end > now():
         if booking.status == BookingStatus.READY:
             transition(
                 Booking,

@@ -88,6 +88,12 @@ def wind_down_booking(booking_id: int) -> None:
 
 
 @shared_task(acks_late=True)
+def check_capacity_ahead() -> int:
+    """Beat: warn about bookings whose size shows no capacity in any of their pool's regions."""
+    return services.bookings_check_capacity_ahead()
+
+
+@shared_task(acks_late=True)
 def start_due_bookings() -> int:
     return services.bookings_start_due()
 

@@ -1322,6 +1322,8 @@ export interface components {
             instance_type: number;
             readonly instance_type_detail: components["schemas"]["InstanceType"];
             region: string;
+            /** @description Regions to try, in order, when the pool's region has no capacity. */
+            fallback_regions?: unknown;
             capacity: number;
             granularity_minutes?: number;
             min_duration_minutes?: number;
@@ -1339,6 +1341,8 @@ export interface components {
             slug: string;
             instance_type: number;
             region: string;
+            /** @description Regions to try, in order, when the pool's region has no capacity. */
+            fallback_regions?: unknown;
             capacity: number;
             granularity_minutes?: number;
             min_duration_minutes?: number;
@@ -1573,6 +1577,8 @@ export interface components {
             slug?: string;
             instance_type?: number;
             region?: string;
+            /** @description Regions to try, in order, when the pool's region has no capacity. */
+            fallback_regions?: unknown;
             capacity?: number;
             granularity_minutes?: number;
             min_duration_minutes?: number;

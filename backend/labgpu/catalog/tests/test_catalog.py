@@ -70,3 +70,26 @@ def test_deleting_a_catalog_entry_in_use_is_a_409_not_a_500(as_carol, pool, inst
     assert response.status_code == 409
     assert response.json()["code"] == "in_use"
     assert as_carol.delete(f"/api/v1/pools/{pool.pk}/").status_code == 204
+
+
+@pytest.mark.parametrize(
+    "regions",
+    [["Atl-1"], ["atl1", "atl1"], "atl1", [1], [f"ab{n}{n}" for n in range(9)], ["atl1"] * 9],
+)
+def test_pool_fallback_regions_are_validated(as_carol, pool, regions):
+    response = as_carol.patch(
+        f"/api/v1/pools/{pool.pk}/", {"fallback_regions": regions}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "fallback_regions" in response.json()["extra"]["fields"]
+    pool.refresh_from_db()
+    assert pool.fallback_regions == []
+
+
+def test_pool_fallback_regions_are_tried_after_the_pool_region(as_carol, pool):
+    response = as_carol.patch(
+        f"/api/v1/pools/{pool.pk}/", {"fallback_regions": ["atl1", "nyc2"]}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    pool.refresh_from_db()
+    assert pool.regions == [pool.region, "atl1", "nyc2"]
