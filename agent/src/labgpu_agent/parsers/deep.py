@@ -7,9 +7,11 @@
   NVIDIA/DCGM issue #215). DCGM 4 names the GPU `entity_id` and drops the `GPU n` prefix.
 - ROCm Validation Suite: the `babel` module embeds BabelStream, whose table (`Function
   MBytes/sec Min (sec) Max Average`, rows Copy/Mul/Add/Triad/Dot) is BabelStream's published
-  output; RVS prefixes its log lines with `[module] [GPU:: N]`, which gives the GPU. `iet` lines
-  carry the power it held (`… power … 745.2 W`), `pebb` lines the host↔device bandwidth
-  (`… h2d … 52.3 GBps`).
+  output. RVS modules log `[<action>] <module> <gpu_id> <message>` (RVS sources, e.g.
+  iet_worker.cpp; some builds print `[<module>] [GPU:: N]`), which gives the GPU; `iet` reports
+  `Average power met the target power : 745.000000` or `… Average power is : 612.0`
+  (ROCm/ROCmValidationSuite PRs #569 and #835); `pebb` lines carry the host↔device bandwidth
+  (`h2d … 52.3 GBps`; that wording is ours, not a capture).
 """
 
 from __future__ import annotations
@@ -108,16 +110,22 @@ def parse_dcgmi_diag_json(text: str) -> Facts:
                                 "test": name,
                                 "gpu": int(power.group("gpu")),
                                 "metric": "power_w",
-                                "value": float(power.group("value")),
+                                "value": float(power.group("avg") or power.group("value")),
                                 "unit": "W",
                             }
                         )
     return facts
 
 
-_RVS_GPU = re.compile(r"\[(?P<module>\w+)\]\s*\[\s*GPU::\s*(?P<gpu>\d+)\s*\]")
+_RVS_GPU = re.compile(
+    r"\[(?P<module>\w+)\]\s*\[\s*GPU::\s*(?P<gpu>\d+)\s*\]"
+    r"|\[[^\]]+\]\s+(?P<module2>babel|iet|pebb|gst|mem)\s+(?P<gpu2>\d+)\b"
+)
 _BABEL_ROW = re.compile(r"^\s*(?P<fn>Copy|Mul|Add|Triad|Dot)\s+(?P<mbs>[\d.]+)\s")
-_IET_POWER = re.compile(r"power[^\d\n]*(?P<value>[\d.]+)\s*W\b", re.IGNORECASE)
+_IET_POWER = re.compile(
+    r"(?:Average power[^:\n]*:\s*(?P<avg>[\d.]+))|(?:power[^\d\n]*(?P<value>[\d.]+)\s*W\b)",
+    re.IGNORECASE,
+)
 _PEBB = re.compile(
     r"(?P<dir>h2d|d2h|host to device|device to host|bidirectional)[^\d\n]*?"
     r"(?P<value>[\d.]+)\s*GB(?:ps|/s)",
@@ -133,8 +141,8 @@ def parse_rvs_measurements(text: str) -> Facts:
     for line in strip_annotations(text).splitlines():
         tagged = _RVS_GPU.search(line)
         if tagged is not None:
-            gpu = int(tagged.group("gpu"))
-            module = tagged.group("module").lower()
+            gpu = int(tagged.group("gpu") or tagged.group("gpu2"))
+            module = (tagged.group("module") or tagged.group("module2")).lower()
             if module == "iet" and (power := _IET_POWER.search(line)) is not None:
                 facts.measurements.append(
                     {
@@ -142,7 +150,7 @@ def parse_rvs_measurements(text: str) -> Facts:
                         "test": "iet",
                         "gpu": gpu,
                         "metric": "power_w",
-                        "value": float(power.group("value")),
+                        "value": float(power.group("avg") or power.group("value")),
                         "unit": "W",
                     }
                 )
