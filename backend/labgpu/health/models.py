@@ -30,6 +30,10 @@ class HealthReport(BaseModel):
     smoke = models.JSONField(default=list)
     facts = models.JSONField(default=dict)
     deep = models.BooleanField(default=False)  # a `check --deep` report (vendor stress tools)
+    # The smoke tests the pool required and the gate's wall time (`gate_wall_s`, seconds), as
+    # the agent reported them.
+    required_smoke = models.JSONField(default=list)
+    timing = models.JSONField(default=dict)
 
     class Meta:
         ordering = ["-created_at"]

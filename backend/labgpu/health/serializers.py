@@ -51,6 +51,8 @@ class HealthReportSerializer(serializers.ModelSerializer):
             "smoke",
             "facts",
             "deep",
+            "required_smoke",
+            "timing",
             "created_at",
         ]
 

@@ -91,6 +91,8 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
         smoke=payload["smoke"],
         facts=payload["facts"],
         deep=bool(payload.get("deep", False)),
+        required_smoke=list(payload.get("required_smoke", [])),
+        timing=dict(payload.get("timing", {})),
     )
     Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
     if node.status in (NodeStatus.CHECKING, NodeStatus.BOOTING):

@@ -279,3 +279,16 @@ def test_a_node_without_a_listening_agent_cannot_take_a_deep_check(node, carol):
     response = logged_in(carol).post(f"/api/v1/nodes/{node.pk}/deep-check/")
     assert response.status_code == 409 and response.json()["code"] == "invalid_status"
     assert logged_in(carol).post("/api/v1/nodes/999999/deep-check/").status_code == 404
+
+
+def test_the_gate_wall_time_and_the_required_smoke_are_kept_with_the_report(node, alice):
+    heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    sent = report()
+    sent["required_smoke"] = ["matmul"]
+    sent["timing"] = {"collect_s": 0.13, "smoke_s": 61.9, "gate_wall_s": 62.0}
+    client = bearer(heartbeat["heartbeat_token"])
+    assert client.post("/api/v1/agent/reports/", sent, format="json").status_code == 201
+    stored = HealthReport.objects.get(node=node)
+    assert stored.timing["gate_wall_s"] == 62.0 and stored.required_smoke == ["matmul"]
+    (shown,) = logged_in(alice).get(f"/api/v1/nodes/{node.pk}/health/").json()
+    assert shown["timing"]["gate_wall_s"] == 62.0
