@@ -1148,6 +1148,8 @@ export interface components {
             readonly smoke: unknown;
             readonly facts: unknown;
             deep?: boolean;
+            required_smoke?: unknown;
+            timing?: unknown;
             /** Format: date-time */
             readonly created_at: string;
         };

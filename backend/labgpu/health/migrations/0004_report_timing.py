@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('health', '0003_report_deep'),
+        ("health", "0003_report_deep"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='healthreport',
-            name='required_smoke',
+            model_name="healthreport",
+            name="required_smoke",
             field=models.JSONField(default=list),
         ),
         migrations.AddField(
-            model_name='healthreport',
-            name='timing',
+            model_name="healthreport",
+            name="timing",
             field=models.JSONField(default=dict),
         ),
     ]
