@@ -84,10 +84,10 @@ def test_empty_output_of_a_failed_tool_is_its_exit_code_not_a_parse_finding():
 
 
 def test_huge_output_is_read_to_the_bound_without_crashing():
-    rows = "".join(f"{i % 8} 125 W 37 °C 32 °C 0 % 158 MHz 0 % 900 MHz\n" for i in range(200_000))
-    text = MONITOR.splitlines()[2] + "\n" + rows + "x" * (17 * 2**20)
+    rows = "".join(f"{i % 8} 125 W 37 °C 32 °C 0 % 158 MHz 0 % 900 MHz\n" for i in range(20_000))
+    text = MONITOR.splitlines()[2] + "\n" + rows + "x" * (17 * 2**20)  # one 17 MiB line
     facts = parse("amd-smi-monitor", text)
-    assert len(facts.gpus) == 200_000
+    assert len(facts.gpus) == 20_000
     assert any("longer than" in p.reason for p in facts.parse_problems)
 
 

@@ -168,27 +168,37 @@ _MAX_FACT_CHARS = 1024
 
 def _clean_text(text: str) -> str:
     # NUL and other control bytes a broken tool can print: the API refuses a report with NUL.
-    cleaned = "".join(ch if ch.isprintable() or ch in "\t" else "\ufffd" for ch in text)
-    return cleaned[:_MAX_FACT_CHARS]
+    if len(text) <= _MAX_FACT_CHARS and text.isprintable():
+        return text
+    cleaned = "".join(
+        ch if ch.isprintable() or ch == "\t" else "\ufffd" for ch in text[:_MAX_FACT_CHARS]
+    )
+    return cleaned
 
 
 def _make_reportable(value: Any) -> Any:
     """Every string a parser read, made printable and bounded, in place."""
-    if is_dataclass(value) and not isinstance(value, type):
-        for f in fields(value):
-            setattr(value, f.name, _make_reportable(getattr(value, f.name)))
-        return value
     if isinstance(value, str):
         return _clean_text(value)
     if isinstance(value, list):
         return [_make_reportable(item) for item in value]
     if isinstance(value, dict):
         return {_clean_text(str(k)): _make_reportable(v) for k, v in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            current = getattr(value, f.name)
+            if current is not None and not isinstance(current, int | float):
+                setattr(value, f.name, _make_reportable(current))
     return value
 
 
 def _read_nothing(facts: Facts) -> bool:
-    return not {k: v for k, v in facts.to_dict().items() if k != "parse_problems"}
+    """True when no field but the problems holds anything (a shallow look: any GPU counts)."""
+    return not any(
+        getattr(facts, f.name) not in (None, [], {})
+        for f in fields(facts)
+        if f.name != "parse_problems"
+    )
 
 
 def _line_problem(text: str, line_no: int, reason: str) -> ParseProblem:

@@ -81,8 +81,8 @@ def json_text(text: str) -> str:
 
 def shown(line: str) -> str:
     """A line as it may appear in a finding: printable, bounded."""
-    printable = "".join(ch if ch.isprintable() else "\ufffd" for ch in line.strip())
-    return printable[:_MAX_LINE_SHOWN]
+    head = line.strip()[:_MAX_LINE_SHOWN]
+    return "".join(ch if ch.isprintable() else "\ufffd" for ch in head)
 
 
 class UnknownLines:
