@@ -18,7 +18,7 @@ from typing import Any
 from labgpu.core.timeutils import EARLIEST_ACCEPTED, LATEST_ACCEPTED
 
 MAX_REPORT_BYTES = 256 * 1024  # a real report is 5–8 KB for one GPU, ~40 KB for eight
-MAX_DEPTH = 8  # a real report nests 6 levels
+MAX_DEPTH = 12  # a real report nests 6 levels; room for richer evidence
 MAX_VALUES = 20_000  # every value, key and container counted
 MAX_LIST = 1024
 MAX_OBJECT_KEYS = 256

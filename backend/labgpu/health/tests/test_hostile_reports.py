@@ -79,6 +79,14 @@ def report(value=700.0, **changes):
     return body
 
 
+def nested(levels: int) -> dict:
+    """{"k0": {"k1": … {"k<levels-1>": 1}}}: a report that nests deeper than real ones do."""
+    value: object = 1
+    for level in reversed(range(levels)):
+        value = {f"k{level}": value}
+    return value  # type: ignore[return-value]
+
+
 def post_raw(client, text: str):
     return client.generic(
         "POST", "/api/v1/agent/reports/", text.encode("utf-8"), content_type="application/json"
@@ -145,7 +153,7 @@ def test_report_with_infinite_value_cannot_break_pool_list(agent, node, as_alice
             lambda r: r["facts"].update(environment={f"K{i}": "v" for i in range(300)}),
         ),
         (
-            "findings/0/evidence/a/b/c/d/e/f",
+            "findings/0/evidence/k0/k1/k2/k3/k4/k5/k6/k7/k8",
             lambda r: r.update(
                 findings=[
                     {
@@ -153,7 +161,7 @@ def test_report_with_infinite_value_cannot_break_pool_list(agent, node, as_alice
                         "severity": "info",
                         "message": "m",
                         "remediation": "",
-                        "evidence": {"a": {"b": {"c": {"d": {"e": {"f": {"g": 1}}}}}}},
+                        "evidence": nested(10),
                     }
                 ]
             ),
