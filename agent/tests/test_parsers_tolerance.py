@@ -262,3 +262,16 @@ def test_rocm_smi_concise_rows_of_secondary_partitions_with_n_a_ids_and_modes():
         None,
         None,
     )
+
+
+def test_a_flooded_kernel_log_keeps_the_report_small_and_the_newest_errors():
+    from labgpu_agent.parsers.system import MAX_KERNEL_LOG_LINES, parse_dmesg
+
+    flood = "\n".join(
+        f"[{n}.0] NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus {'x' * 5000}"
+        for n in range(100_000)
+    )
+    facts = parse_dmesg(flood)
+    assert len(facts.kernel_log_errors) == MAX_KERNEL_LOG_LINES
+    assert facts.kernel_log_errors[-1].startswith("[99999.0]")
+    assert sum(len(line) for line in facts.kernel_log_errors) < 64_000

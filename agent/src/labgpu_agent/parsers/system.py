@@ -49,14 +49,19 @@ def parse_proc_modules(text: str) -> Facts:
     return facts
 
 
+# A node flooding its kernel log must not make its report too big for the API (it would be refused
+# and the node fail for a missing report instead of its real fault): keep the newest lines, cut.
+MAX_KERNEL_LOG_LINES = 100
+MAX_KERNEL_LOG_LINE = 300
+
+
 def parse_dmesg(text: str) -> Facts:
-    return Facts(
-        kernel_log_errors=[
-            line.strip()
-            for line in strip_annotations(text).splitlines()
-            if _KERNEL_LOG.search(line)
-        ]
-    )
+    errors = [
+        line.strip()[:MAX_KERNEL_LOG_LINE]
+        for line in strip_annotations(text).splitlines()
+        if _KERNEL_LOG.search(line)
+    ]
+    return Facts(kernel_log_errors=errors[-MAX_KERNEL_LOG_LINES:])
 
 
 def parse_env(text: str) -> Facts:
