@@ -80,14 +80,34 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
     a failing one fails the node with the findings as the reason."""
     collected_at = report_validate(payload)
     crash_point("report.before_store")
+    verdict, findings = payload["verdict"], list(payload["findings"])
+    if not payload.get("deep"):
+        missing = _required_smoke_not_passed(node.booking.pool.required_smoke, payload["smoke"])
+        if missing:
+            # The pool's rule holds whatever the agent concluded (an old agent, or one without
+            # its smoke packages, would pass a node whose workloads never ran).
+            verdict = HealthReport.Verdict.FAIL
+            findings.append(
+                {
+                    "id": "smoke.required_not_passed",
+                    "severity": "fail",
+                    "message": "The pool requires smoke tests that did not pass on this node: "
+                    + ", ".join(missing)
+                    + ".",
+                    "evidence": {"required": list(node.booking.pool.required_smoke)},
+                    "remediation": "Install labgpu-agent[smoke] (or set the pool's "
+                    "smoke_preinstalled only for images that have torch, diffusers and "
+                    "transformers) and let the agent run every required smoke test.",
+                }
+            )
     report = HealthReport.objects.create(
         node=node,
         instance_type_id=node.booking.pool.instance_type_id,
-        verdict=payload["verdict"],
+        verdict=verdict,
         profile=payload.get("profile") or "",
         agent_version=payload.get("agent_version", ""),
         collected_at=collected_at,
-        findings=payload["findings"],
+        findings=findings,
         smoke=payload["smoke"],
         facts=payload["facts"],
         deep=bool(payload.get("deep", False)),
@@ -107,6 +127,18 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
                 findings=failing,
             )
     return report
+
+
+def _required_smoke_not_passed(required: list[str], smoke: list[dict[str, Any]]) -> list[str]:
+    """Required smoke tests with no result, or with any result that did not pass."""
+    results: dict[str, list[str]] = {}
+    for result in smoke:
+        results.setdefault(result["name"], []).append(result["status"])
+    return [
+        name
+        for name in required
+        if not results.get(name) or any(status != "passed" for status in results[name])
+    ]
 
 
 def report_validate(payload: Any) -> datetime:

@@ -38,6 +38,38 @@ def bearer(token: str) -> APIClient:
     return client
 
 
+# The pool's default requires all four smoke tests; reports in these tests pass the other three.
+OTHER_REQUIRED_SMOKE = [
+    {
+        "name": "bandwidth",
+        "status": "passed",
+        "metric": "copy_gb_per_s",
+        "value": 4100.0,
+        "unit": "GB/s",
+        "baseline": 4000.0,
+        "duration_s": 1.0,
+    },
+    {
+        "name": "sdxl",
+        "status": "passed",
+        "metric": "images_per_s",
+        "value": 1.1,
+        "unit": "images/s",
+        "baseline": None,
+        "duration_s": 30.0,
+    },
+    {
+        "name": "llm",
+        "status": "passed",
+        "metric": "tokens_per_s_batch1",
+        "value": 40.0,
+        "unit": "tokens/s",
+        "baseline": None,
+        "duration_s": 30.0,
+    },
+]
+
+
 def report(verdict="pass", value=700.0):
     return {
         "schema_version": 1,
@@ -67,7 +99,8 @@ def report(verdict="pass", value=700.0):
                 "unit": "TFLOPS",
                 "baseline": 600.0,
                 "duration_s": 1.0,
-            }
+            },
+            *OTHER_REQUIRED_SMOKE,
         ],
     }
 
@@ -292,3 +325,22 @@ def test_the_gate_wall_time_and_the_required_smoke_are_kept_with_the_report(node
     assert stored.timing["gate_wall_s"] == 62.0 and stored.required_smoke == ["matmul"]
     (shown,) = logged_in(alice).get(f"/api/v1/nodes/{node.pk}/health/").json()
     assert shown["timing"]["gate_wall_s"] == 62.0
+
+
+def test_a_report_without_the_pools_required_smoke_fails_the_node_whatever_the_agent_says(
+    node, pool
+):
+    """An agent without its smoke packages (or an old one) reports `pass` with no smoke results:
+    the pool's rule still fails the node, with the reason (issue 12)."""
+    heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    sent = report()
+    sent["smoke"] = sent["smoke"][:1]  # matmul passed only; the pool requires all four
+    response = bearer(heartbeat["heartbeat_token"]).post(
+        "/api/v1/agent/reports/", sent, format="json"
+    )
+    assert response.status_code == 201 and response.json()["verdict"] == "fail"
+    stored = HealthReport.objects.get(node=node)
+    (finding,) = [f for f in stored.findings if f["id"] == "smoke.required_not_passed"]
+    assert "bandwidth, sdxl, llm" in finding["message"]
+    node.refresh_from_db()
+    assert node.status == "failed" and "bandwidth, sdxl, llm" in node.failure_reason

@@ -53,6 +53,38 @@ def agent(node):
     return client
 
 
+# The pool's default requires all four smoke tests; reports in these tests pass the other three.
+OTHER_REQUIRED_SMOKE = [
+    {
+        "name": "bandwidth",
+        "status": "passed",
+        "metric": "copy_gb_per_s",
+        "value": 4100.0,
+        "unit": "GB/s",
+        "baseline": 4000.0,
+        "duration_s": 1.0,
+    },
+    {
+        "name": "sdxl",
+        "status": "passed",
+        "metric": "images_per_s",
+        "value": 1.1,
+        "unit": "images/s",
+        "baseline": None,
+        "duration_s": 30.0,
+    },
+    {
+        "name": "llm",
+        "status": "passed",
+        "metric": "tokens_per_s_batch1",
+        "value": 40.0,
+        "unit": "tokens/s",
+        "baseline": None,
+        "duration_s": 30.0,
+    },
+]
+
+
 def report(value=700.0, **changes):
     body = {
         "schema_version": 1,
@@ -72,7 +104,8 @@ def report(value=700.0, **changes):
                 "unit": "TFLOP/s",
                 "baseline": 600.0,
                 "duration_s": 1.0,
-            }
+            },
+            *OTHER_REQUIRED_SMOKE,
         ],
     }
     body.update(changes)
