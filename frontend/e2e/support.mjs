@@ -21,7 +21,7 @@ function loadPasswords() {
   const byName = new Map(users.map((u) => [u.username, u.password]))
   return (username) => byName.get(username) ?? fallback
 }
-const passwordOf = loadPasswords()
+export const passwordOf = loadPasswords()
 
 export async function launch() {
   return chromium.launch({

@@ -17,7 +17,12 @@ app.use(router)
 setLocale(i18n.global.locale.value, false)
 
 onUnauthenticated(() => {
-  useSessionStore(pinia).forget()
+  const session = useSessionStore(pinia)
+  const wasLoaded = session.loaded
+  session.forget()
+  // On the first load the route guard sends the visitor to the login page with the link they
+  // opened; redirecting from here too would race it with the not-yet-resolved route (`/`).
+  if (!wasLoaded) return
   const current = router.currentRoute.value
   if (!current.meta.public) void router.push({ name: 'login', query: { next: current.fullPath } })
 })

@@ -53,8 +53,26 @@ export function makeClient(fetchImpl?: typeof fetch) {
   return client
 }
 
+/** The request never got an answer (offline, DNS, connection refused): not a bug of the page. */
+export class NetworkError extends Error {
+  constructor(cause: unknown) {
+    super('network error', { cause })
+    this.name = 'NetworkError'
+  }
+}
+
+/** `fetch`, with a failure to reach the server told apart from an error in the page's own code. */
+export async function fetchOrNetworkError(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(input, init)
+  } catch (e) {
+    if (e instanceof DOMException && e.name === 'AbortError') throw e
+    throw new NetworkError(e)
+  }
+}
+
 /** The one typed client the SPA talks to the API through. */
-export const api = makeClient((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init))
+export const api = makeClient(fetchOrNetworkError)
 
 /** An API failure in the shape every endpoint uses: `{message, code, extra: {fields, next_free}}`. */
 export class ApiError extends Error {

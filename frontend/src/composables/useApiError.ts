@@ -1,6 +1,6 @@
 import { useI18n } from 'vue-i18n'
 
-import { ApiError } from '@/api/client'
+import { ApiError, NetworkError } from '@/api/client'
 
 /** Turn anything thrown by an API call into a sentence for the user. */
 export function useApiError() {
@@ -12,6 +12,9 @@ export function useApiError() {
       if (error.message) return error.message
       return t('errors.http', { status: error.status })
     }
-    return t('errors.network')
+    if (error instanceof NetworkError) return t('errors.network')
+    // A fault in the page itself: saying "check your connection" would send people the wrong way.
+    console.error(error)
+    return t('errors.unexpected')
   }
 }

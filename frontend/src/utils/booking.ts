@@ -34,6 +34,18 @@ export function isLive(status: BookingStatus): boolean {
   return LIVE_STATUSES.includes(status)
 }
 
+/** Who is looking: enough to know whether the server lets them change a booking. */
+export interface Viewer {
+  id: number
+  isSiteAdmin: boolean
+  adminLabIds: readonly number[]
+}
+
+/** The server's rule (bookings selectors `booking_changeable_by`): the owner, the lab's admins, site admins. */
+export function canChange(b: { user: { id: number }; lab: { id: number } }, viewer: Viewer): boolean {
+  return viewer.isSiteAdmin || b.user.id === viewer.id || viewer.adminLabIds.includes(b.lab.id)
+}
+
 export function canCancel(b: Pick<Booking, 'status'>): boolean {
   return ['pending', 'scheduled'].includes(b.status)
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 
-import { canCancel, canEndEarly, canExtend, estimateBooking, quotaShares, statusTimeline } from '../booking'
+import { canCancel, canChange, canEndEarly, canExtend, estimateBooking, quotaShares, statusTimeline } from '../booking'
 
 describe('booking estimate', () => {
   it('counts GPU-hours per GPU and cost per node-hour', () => {
@@ -52,5 +52,18 @@ describe('status timeline', () => {
     expect(canCancel({ status: 'ready' })).toBe(false)
     expect(canEndEarly({ status: 'ready' })).toBe(true)
     expect(canExtend({ status: 'completed' })).toBe(false)
+  })
+})
+
+describe('canChange (the server lets the owner, the lab’s admins and site admins change a booking)', () => {
+  const labmates = { user: { id: 7 }, lab: { id: 1 } }
+  it('offers nothing to a researcher on a labmate’s booking', () => {
+    expect(canChange(labmates, { id: 3, isSiteAdmin: false, adminLabIds: [] })).toBe(false)
+  })
+  it('lets the owner, the lab admin and a site admin change it', () => {
+    expect(canChange(labmates, { id: 7, isSiteAdmin: false, adminLabIds: [] })).toBe(true)
+    expect(canChange(labmates, { id: 4, isSiteAdmin: false, adminLabIds: [1] })).toBe(true)
+    expect(canChange(labmates, { id: 4, isSiteAdmin: false, adminLabIds: [2] })).toBe(false)
+    expect(canChange(labmates, { id: 9, isSiteAdmin: true, adminLabIds: [] })).toBe(true)
   })
 })

@@ -66,4 +66,18 @@ describe('LabMembersView', () => {
     await flushPromises()
     expect(api.addMember).toHaveBeenCalledWith(1, { username: 'frank', role: 'member' })
   })
+
+  it('sends the max hours a lab admin typed as a number (a number input yields one)', async () => {
+    api.updateMember.mockResolvedValue({ ...member, max_hours_per_week: 12 })
+    const wrapper = await mountView(bob)
+    await wrapper.get('[aria-label="Max hours per week for alice"]').setValue('12')
+    await wrapper.get('[data-testid=lab-members] tbody tr .btn-primary').trigger('click')
+    await flushPromises()
+    expect(api.updateMember).toHaveBeenCalledWith(1, 1, {
+      role: 'member',
+      max_hours_per_week: 12,
+      max_concurrent_bookings: null,
+    })
+    expect(wrapper.find('[role=alert]').exists()).toBe(false)
+  })
 })

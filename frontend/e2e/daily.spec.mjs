@@ -1,0 +1,138 @@
+// The daily-use bugs of issue 14 ([spa-daily]): each test walks what a researcher, lab admin or site
+// admin did when the bug showed, and checks the result against the API or the rendered page.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+
+import { BASE_URL, apiCall, freeWindow, launch, listPools, me, passwordOf, screenshot, signIn } from './support.mjs'
+
+/** WCAG contrast ratio of two computed CSS colours (`rgb(…)`/`rgba(…)`, opaque ones). */
+function contrast(a, b) {
+  const luminance = (css) => {
+    const [r, g, bl] = css.match(/[\d.]+/g).slice(0, 3).map(Number).map((c) => {
+      const s = c / 255
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4
+    })
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl
+  }
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x)
+  return (hi + 0.05) / (lo + 0.05)
+}
+
+describe('daily use (issue 14)', () => {
+  let browser
+  const cleanup = []
+  before(async () => {
+    browser = await launch()
+  })
+  after(async () => {
+    for (const fn of cleanup) await fn().catch(() => {})
+    await browser?.close()
+  })
+
+  it('bug 2: a lab admin saves a member’s max hours per week', async () => {
+    const bob = await signIn(browser, 'bob')
+    const labId = (await me(bob.context)).memberships.find((m) => m.role === 'lab_admin').lab.id
+    const members = (await apiCall(bob.context, 'GET', `/api/v1/labs/${labId}/members/`)).body
+    const alice = (members.results ?? members).find((m) => m.user.username === 'alice')
+    cleanup.push(() =>
+      apiCall(bob.context, 'PATCH', `/api/v1/labs/${labId}/members/${alice.id}/`, {
+        max_hours_per_week: alice.max_hours_per_week,
+      }),
+    )
+    const hours = 30 + Math.floor(Math.random() * 60)
+
+    const page = bob.page
+    await page.goto(`/labs/${labId}`)
+    const input = page.getByLabel('Max hours per week for alice')
+    await input.fill(String(hours))
+    await page.locator('[data-testid=lab-members] tr', { has: input }).getByRole('button', { name: 'Save' }).click()
+    await page.getByText('Member saved.').or(page.locator('main [role=alert]')).first().waitFor()
+    assert.equal(await page.locator('main [role=alert]').count(), 0, await page.locator('main').textContent())
+
+    const after = (await apiCall(bob.context, 'GET', `/api/v1/labs/${labId}/members/`)).body
+    const saved = (after.results ?? after).find((m) => m.id === alice.id)
+    assert.equal(Number(saved.max_hours_per_week), hours)
+    await screenshot(page, 'lab-members-saved')
+  })
+
+  it('bug 3: a revoked API token shows as revoked, with no Revoke button, after a reload', async () => {
+    const alice = await signIn(browser, 'alice')
+    const name = `e2e revoke ${Date.now()}`
+    const created = await apiCall(alice.context, 'POST', '/api/v1/tokens/', { name, scopes: ['read'] })
+    assert.equal(created.status, 201)
+
+    const page = alice.page
+    await page.goto('/tokens')
+    const row = page.locator('[data-testid=token-table] tbody tr', { hasText: name })
+    page.once('dialog', (d) => d.accept())
+    await row.getByRole('button', { name: 'Revoke' }).click()
+    await page.getByText('Token revoked.').waitFor()
+
+    const listed = (await apiCall(alice.context, 'GET', '/api/v1/tokens/')).body
+    assert.ok(listed.find((t) => t.id === created.body.id).revoked_at, 'the server has revoked it')
+    await page.reload()
+    await row.waitFor()
+    assert.equal(await row.getByRole('button', { name: 'Revoke' }).count(), 0)
+    assert.match(await row.locator('[data-testid=token-state]').textContent(), /Revoked/)
+    await screenshot(page, 'tokens-revoked')
+  })
+
+  it('bug 4: a deep link opened while signed out is where sign-in lands', async () => {
+    const context = await browser.newContext({ baseURL: BASE_URL, locale: 'en-US' })
+    const page = await context.newPage()
+    await page.goto('/feeds')
+    await page.locator('[data-testid=login-form]').waitFor()
+    await page.fill('#login-username', 'alice')
+    await page.fill('#login-password', passwordOf('alice'))
+    await page.click('[data-testid=login-submit]')
+    await page.waitForURL((url) => !url.pathname.startsWith('/login'))
+    assert.equal(new URL(page.url()).pathname, '/feeds')
+    await page.locator('main h1').first().waitFor()
+    await context.close()
+  })
+
+  it('bug 5: a researcher is offered no Cancel or Extend on a labmate’s booking', async () => {
+    const bob = await signIn(browser, 'bob')
+    const pool = (await listPools(bob.context)).find((p) => !p.requires_approval && p.capacity > 1)
+    const window = await freeWindow(bob.context, pool, 60)
+    const booked = await apiCall(bob.context, 'POST', '/api/v1/bookings/', {
+      pool: pool.id,
+      start: window.start,
+      end: new Date(Date.parse(window.start) + 3_600_000).toISOString(),
+      purpose: 'e2e labmate',
+    })
+    assert.equal(booked.status, 201, JSON.stringify(booked.body))
+    const id = booked.body.id
+    cleanup.push(() => apiCall(bob.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+
+    const alice = await signIn(browser, 'alice')
+    const page = alice.page
+    await page.goto(`/bookings/${id}`)
+    await page.locator('[data-testid=booking-status][data-status=scheduled]').waitFor()
+    assert.equal(await page.locator('[data-testid=booking-cancel], [data-testid=booking-extend-open]').count(), 0)
+    assert.match(await page.locator('[data-testid=booking-not-yours]').textContent(), /bob's booking/)
+    // The server agrees: it is not hers to change.
+    const refused = await apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+    assert.equal(refused.status, 403)
+    await screenshot(page, 'booking-detail-labmate')
+
+    // Bob, its owner, still has them.
+    await bob.page.goto(`/bookings/${id}`)
+    await bob.page.locator('[data-testid=booking-cancel]').waitFor()
+    await bob.page.locator('[data-testid=booking-extend-open]').waitFor()
+  })
+
+  it('bug 8: the header’s Book GPUs button stays readable on hover', async () => {
+    const { page } = await signIn(browser, 'alice')
+    await page.goto('/')
+    const button = page.locator('header a[href="/bookings/new"]')
+    await button.hover()
+    const { color, background } = await button.evaluate((el) => {
+      const style = getComputedStyle(el)
+      return { color: style.color, background: style.backgroundColor }
+    })
+    const ratio = contrast(color, background)
+    assert.ok(ratio >= 4.5, `text ${color} on ${background}: contrast ${ratio.toFixed(2)} < 4.5`)
+    await screenshot(page, 'header-book-hover')
+  })
+})
