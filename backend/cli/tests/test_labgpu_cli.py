@@ -24,6 +24,7 @@ from labgpu_cli.main import main
 from labgpu.accounts.services import token_create
 from labgpu.bookings.models import Booking
 from labgpu.bookings.services import booking_create
+from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
 from labgpu.usage.models import UsageRecord
 
@@ -228,6 +229,8 @@ def _flip(alice, *, status: str, ready_node: bool) -> None:
                     image="ubuntu",
                     status=Node.Status.READY,
                     public_ip="203.0.113.7",
+                    provider_id="7",
+                    passed_at=now(),
                 )
             Booking.objects.filter(pk=booking.pk).update(
                 status=status, failure_reason="" if ready_node else "health check failed"
@@ -353,6 +356,8 @@ def test_usage_as_table_json_and_csv(logged_in, alice, vision_lab, pool):
     )
     UsageRecord.objects.create(
         node=node,
+        provider_account=node.provider_account,
+        droplet_id="9001",
         booking=booking,
         lab=vision_lab,
         user=alice,
