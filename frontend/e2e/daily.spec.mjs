@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, freeWindow, launch, listPools, me, passwordOf, screenshot, signIn } from './support.mjs'
+import { BASE_URL, apiCall, freeWindow, launch, listPools, me, passwordOf, screenshot, signIn, wallTime } from './support.mjs'
 
 /** WCAG contrast ratio of two computed CSS colours (`rgb(…)`/`rgba(…)`, opaque ones). */
 function contrast(a, b) {
@@ -134,5 +134,37 @@ describe('daily use (issue 14)', () => {
     const ratio = contrast(color, background)
     assert.ok(ratio >= 4.5, `text ${color} on ${background}: contrast ${ratio.toFixed(2)} < 4.5`)
     await screenshot(page, 'header-book-hover')
+  })
+
+  it('bug 6: a site admin sees every lab’s quotas and quota requests, and manages lab members', async () => {
+    const bob = await signIn(browser, 'bob')
+    const labId = (await me(bob.context)).memberships.find((m) => m.role === 'lab_admin').lab.id
+    const carol = await signIn(browser, 'carol')
+    // The quotas page opens on this month in carol's time zone.
+    const month = `${wallTime(new Date().toISOString(), (await me(carol.context)).timezone).slice(0, 7)}-01`
+    const quotas = (await apiCall(bob.context, 'GET', `/api/v1/quotas/?lab=${labId}&month=${month}&page_size=100`)).body.results
+    assert.ok(quotas.length, 'the demo data has quotas for this month')
+    const reason = `e2e site admin ${Date.now()}`
+    const asked = await apiCall(bob.context, 'POST', '/api/v1/quota-requests/', {
+      lab: labId, instance_type: quotas[0].instance_type, month: quotas[0].month, gpu_hours: '5', reason,
+    })
+    assert.equal(asked.status, 201, JSON.stringify(asked.body))
+
+    const page = carol.page
+    await page.goto('/quotas')
+    await page.locator('[data-testid=quota-requests] td', { hasText: reason }).waitFor()
+    // Vision Lab's quotas are among every lab's.
+    await page.locator('[data-testid=quota-bar]').nth(quotas.length - 1).waitFor()
+    await screenshot(page, 'quotas-site-admin')
+    const rejected = await apiCall(carol.context, 'POST', `/api/v1/quota-requests/${asked.body.id}/reject/`, { reason: 'e2e' })
+    assert.equal(rejected.status, 200)
+
+    await page.goto(`/labs/${labId}`)
+    await page.locator('main h1').first().waitFor()
+    assert.equal(new URL(page.url()).pathname, `/labs/${labId}`)
+    await page.locator('[data-testid=lab-members] tbody tr').first().waitFor()
+    const members = (await apiCall(carol.context, 'GET', `/api/v1/labs/${labId}/members/`)).body
+    const shown = await page.locator('[data-testid=lab-members] tbody tr').count()
+    assert.equal(shown, (members.results ?? members).length)
   })
 })

@@ -1,8 +1,13 @@
 import { api, fetchAllPages, MAX_PAGE_SIZE, unwrap } from './client'
-import type { Member, MemberCreate, MemberPatch } from './types'
+import type { Lab, Member, MemberCreate, MemberPatch } from './types'
 
 const page_size = MAX_PAGE_SIZE
 const labPath = (lab: number) => ({ lab_pk: String(lab) })
+
+/** The labs the user may see: their own, or every lab for a site admin. */
+export function listLabs(): Promise<Lab[]> {
+  return fetchAllPages((page) => unwrap(api.GET('/api/v1/labs/', { params: { query: { page, page_size } } })))
+}
 
 export function listMembers(lab: number): Promise<Member[]> {
   return fetchAllPages((page) =>

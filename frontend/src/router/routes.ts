@@ -60,7 +60,7 @@ export const routes: RouteRecordRaw[] = [
     path: '/labs/:labId(\\d+)?',
     name: 'lab-members',
     component: () => import('@/views/labs/LabMembersView.vue'),
-    meta: { title: 'nav.members', role: 'lab_admin' },
+    meta: { title: 'nav.members', role: 'admin' },
   },
   {
     path: '/quotas',

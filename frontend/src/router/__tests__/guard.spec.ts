@@ -50,6 +50,8 @@ describe('route guard (I-6: people see only what their role allows)', () => {
     const carol: Me = { ...alice, username: 'carol', is_site_admin: true, memberships: [] }
     expect(guard(to('nodes'), signedIn(carol))).toBe(true)
     expect(guard(to('approvals'), signedIn(carol))).toBe(true)
+    // Site admins manage every lab's members (the API lets them).
+    expect(guard(to('lab-members', '/labs'), signedIn(carol))).toBe(true)
   })
 
   it('sends a signed-in user away from the login page', () => {

@@ -15,6 +15,7 @@ const member = {
 } as unknown as Member
 
 const api = vi.hoisted(() => ({
+  listLabs: vi.fn(),
   listMembers: vi.fn(),
   addMember: vi.fn(),
   updateMember: vi.fn(),
@@ -33,6 +34,7 @@ async function mountView(me: Me, locale: 'en' | 'zh-CN' = 'en') {
 describe('LabMembersView', () => {
   beforeEach(() => {
     api.listMembers.mockResolvedValue([member])
+    api.listLabs.mockResolvedValue([{ ...vision, my_role: null, created_at: '2026-01-01T00:00:00Z' }])
   })
   afterEach(() => {
     vi.clearAllMocks()
@@ -79,5 +81,13 @@ describe('LabMembersView', () => {
       max_concurrent_bookings: null,
     })
     expect(wrapper.find('[role=alert]').exists()).toBe(false)
+  })
+
+  it('shows a site admin who belongs to no lab the members of every lab', async () => {
+    const carol: Me = { ...alice, id: 1, username: 'carol', is_site_admin: true, memberships: [] }
+    const wrapper = await mountView(carol)
+    expect(api.listMembers).toHaveBeenCalledWith(1)
+    expect(wrapper.findAll('[data-testid=lab-members] tbody tr')).toHaveLength(1)
+    expect(wrapper.find('[data-testid=member-add]').exists()).toBe(true)
   })
 })
