@@ -15,6 +15,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 	  2>/dev/null && { command -v $$p; break; }; done)
 PY := $(CURDIR)/$(VENV)/bin/python
 MANAGE := cd $(BACKEND) && $(PY) manage.py
+MANAGE_AT_EMULATOR = cd $(BACKEND) && EMULATOR_PORT=$(EMULATOR_PORT) $(PY) manage.py
 STAMP := $(VENV)/.installed
 HAS_FRONTEND := $(wildcard frontend/package.json)
 
@@ -63,7 +64,9 @@ endif
 .PHONY: run
 run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(PORT) with worker and emulator
 	@test -f var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite) || { \
-	  $(MANAGE) seed_demo && touch $(CURDIR)/var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite); }
+	  $(MANAGE_AT_EMULATOR) seed_demo && touch $(CURDIR)/var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite); }
+	@# The demo provider follows this start's emulator port, seeded before or not.
+	$(MANAGE_AT_EMULATOR) seed_demo --emulator-only
 	$(MANAGE) collectstatic --noinput --verbosity 0
 	@echo "LabGPU on http://127.0.0.1:$(PORT)  (demo users: alice, bob, carol… password labgpu-demo)"
 	cd $(BACKEND) && PORT=$(PORT) EMULATOR_PORT=$(EMULATOR_PORT) VENV_BIN=$(CURDIR)/$(VENV)/bin \

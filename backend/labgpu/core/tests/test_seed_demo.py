@@ -2,11 +2,11 @@ import io
 import json
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from labgpu.accounts.models import User
 from labgpu.bookings.models import Booking
-from labgpu.catalog.models import InstanceType, NodePool
+from labgpu.catalog.models import InstanceType, NodePool, ProviderAccount
 
 
 @pytest.mark.django_db
@@ -38,3 +38,38 @@ def test_seed_demo_is_idempotent_and_prints_usable_credentials(client):
     me = client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {alice['token']}")
     assert me.json()["username"] == "alice"
     assert client.login(username="alice", password=alice["password"])
+
+
+@pytest.mark.django_db
+def test_the_demo_emulator_account_follows_emulator_port(monkeypatch):
+    # `EMULATOR_PORT=8933 make run`: the emulator listens on 8933, so the demo provider must too,
+    # on a first seed and on every later start of an already seeded database.
+    monkeypatch.setenv("EMULATOR_PORT", "8933")
+    call_command("seed_demo", stdout=io.StringIO())
+    assert (
+        ProviderAccount.objects.get(name="Local emulator").api_base_url == "http://127.0.0.1:8933"
+    )
+
+    monkeypatch.setenv("EMULATOR_PORT", "8011")
+    call_command("seed_demo", "--emulator-only", stdout=io.StringIO())
+    assert (
+        ProviderAccount.objects.get(name="Local emulator").api_base_url == "http://127.0.0.1:8011"
+    )
+    # DigitalOcean's account is left alone.
+    assert (
+        ProviderAccount.objects.get(name="DigitalOcean").api_base_url
+        == "https://api.digitalocean.com"
+    )
+
+    monkeypatch.delenv("EMULATOR_PORT")
+    call_command("seed_demo", "--emulator-only", stdout=io.StringIO())
+    assert (
+        ProviderAccount.objects.get(name="Local emulator").api_base_url == "http://127.0.0.1:8010"
+    )
+
+
+@pytest.mark.django_db
+def test_a_nonsense_emulator_port_is_refused(monkeypatch):
+    monkeypatch.setenv("EMULATOR_PORT", "80x")
+    with pytest.raises(CommandError, match="EMULATOR_PORT"):
+        call_command("seed_demo", "--emulator-only", stdout=io.StringIO())

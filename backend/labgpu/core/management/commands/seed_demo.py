@@ -1,11 +1,12 @@
 """Demo data: people, labs, the GPU catalog, pools, quotas and a few bookings. Safe to re-run."""
 
 import json
+import os
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from labgpu.accounts.models import Lab, Membership, User
@@ -17,6 +18,16 @@ from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
 from labgpu.quotas.models import Quota
 
 DEMO_PASSWORD = "labgpu-demo"
+EMULATOR_ACCOUNT = "Local emulator"
+
+
+def demo_emulator_url() -> str:
+    """Where `make run` starts the emulator: EMULATOR_PORT (Makefile, Procfile), else 8010."""
+    raw = os.environ.get("EMULATOR_PORT", "").strip() or "8010"
+    if not raw.isdigit() or not 1 <= int(raw) <= 65535:
+        raise CommandError(f"EMULATOR_PORT must be a port number (1-65535), not {raw!r}.")
+    return f"http://127.0.0.1:{int(raw)}"
+
 
 # (username, first name, role, lab slug, time zone, language)
 PEOPLE = [
@@ -147,8 +158,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--json", action="store_true", help="Print users and pools as JSON.")
+        parser.add_argument(
+            "--emulator-only",
+            action="store_true",
+            help="Only point the demo emulator account at EMULATOR_PORT (make run, every start).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["emulator_only"]:
+            url = self._point_emulator()
+            self.stdout.write(f"{EMULATOR_ACCOUNT}: {url}")
+            return
         with transaction.atomic():
             users = self._people()
             pools = self._catalog()
@@ -194,15 +214,25 @@ class Command(BaseCommand):
             users[username] = user
         return users
 
+    def _point_emulator(self) -> str:
+        """The demo account follows the emulator port: a stale one leaves bookings provisioning."""
+        url = demo_emulator_url()
+        ProviderAccount.objects.filter(name=EMULATOR_ACCOUNT, kind="emulator").exclude(
+            api_base_url=url
+        ).update(api_base_url=url)
+        return url
+
     def _catalog(self) -> dict[str, NodePool]:
         emulator, _ = ProviderAccount.objects.get_or_create(
-            name="Local emulator",
+            name=EMULATOR_ACCOUNT,
             defaults={
                 "kind": "emulator",
-                "api_base_url": "http://127.0.0.1:8010",
+                "api_base_url": demo_emulator_url(),
                 "token_env_var": "LABGPU_PROVIDER_TOKEN_EMULATOR",
             },
         )
+        self._point_emulator()
+        emulator.refresh_from_db()
         ProviderAccount.objects.get_or_create(
             name="DigitalOcean",
             defaults={
