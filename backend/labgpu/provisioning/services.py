@@ -537,7 +537,6 @@ def _node_observe(node: Node, droplet: Droplet) -> None:
                 to_status=NodeStatus.BOOTING,
                 active_at=now(),
             )
-            crash_point("poll.after_booting")
         elif node.status_changed_at and now() - node.status_changed_at > timedelta(
             seconds=settings.LABGPU_BOOT_TIMEOUT_S
         ):

@@ -49,7 +49,6 @@ WORKER_POINTS = [
     ("provision.after_create_post", PROVISION),
     ("provision.after_record", PROVISION),
     ("poll.after_list", PROVISION),
-    ("poll.after_booting", PROVISION),
     ("reconcile.after_list", ANY),
     ("wind_down.after_drain", TEARDOWN),
     ("drain.after_draining", TEARDOWN),
