@@ -16,6 +16,7 @@ from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import ProviderAccount
 from labgpu.health.models import HealthReport
 from labgpu.health.selectors import instance_type_baselines
+from labgpu.health.tests.test_agent_api import OTHER_REQUIRED_SMOKE
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.provisioning.tokens import bootstrap_token_for, hash_secret
@@ -51,38 +52,6 @@ def agent(node):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     return client
-
-
-# The pool's default requires all four smoke tests; reports in these tests pass the other three.
-OTHER_REQUIRED_SMOKE = [
-    {
-        "name": "bandwidth",
-        "status": "passed",
-        "metric": "copy_gb_per_s",
-        "value": 4100.0,
-        "unit": "GB/s",
-        "baseline": 4000.0,
-        "duration_s": 1.0,
-    },
-    {
-        "name": "sdxl",
-        "status": "passed",
-        "metric": "images_per_s",
-        "value": 1.1,
-        "unit": "images/s",
-        "baseline": None,
-        "duration_s": 30.0,
-    },
-    {
-        "name": "llm",
-        "status": "passed",
-        "metric": "tokens_per_s_batch1",
-        "value": 40.0,
-        "unit": "tokens/s",
-        "baseline": None,
-        "duration_s": 30.0,
-    },
-]
 
 
 def report(value=700.0, **changes):
