@@ -11,15 +11,24 @@ mkdir -p "$VAR"
 PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
 if [[ "${DATABASE_URL:-}" == postgres* ]]; then
-  E2E_DATABASE_URL="${DATABASE_URL%/*}/labgpu_e2e"
-  "$PY" - "${DATABASE_URL%/*}/postgres" <<'PY'
+  # A fresh database named after DATABASE_URL's own (labgpu_alice -> labgpu_alice_e2e), so two
+  # checkouts sharing one server never drop each other's browser run.
+  DATABASE_URL="$("$PY" - "$DATABASE_URL" <<'PY'
 import sys
+from urllib.parse import urlsplit
+
 import psycopg
-with psycopg.connect(sys.argv[1], autocommit=True) as conn:
-    conn.execute("DROP DATABASE IF EXISTS labgpu_e2e WITH (FORCE)")
-    conn.execute("CREATE DATABASE labgpu_e2e")
+from psycopg import sql
+
+url = urlsplit(sys.argv[1])
+name = f"{url.path.lstrip('/') or 'labgpu'}_e2e"
+with psycopg.connect(url._replace(path="/postgres").geturl(), autocommit=True) as conn:
+    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+print(url._replace(path=f"/{name}").geturl())
 PY
-  export DATABASE_URL="$E2E_DATABASE_URL"
+)"
+  export DATABASE_URL
 else
   rm -f "$VAR"/e2e.sqlite3*
   export LABGPU_SQLITE_PATH="$VAR/e2e.sqlite3"
