@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "labgpu.usage",
     "labgpu.feeds",
     "labgpu.ops",
+    "labgpu.sso",
 ]
 
 MIDDLEWARE = [

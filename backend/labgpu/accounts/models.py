@@ -29,8 +29,18 @@ class User(AbstractUser):
 
 
 class Lab(BaseModel):
+    class RemovedMemberBookings(models.TextChoices):
+        """What happens to a member's bookings that have not started when a directory sync
+        removes them from the lab (labgpu.sso.services.sync_memberships)."""
+
+        KEEP = "keep", _("Keep them")
+        CANCEL = "cancel", _("Cancel them and tell the member")
+
     name = models.CharField(max_length=120, unique=True)
     slug = models.SlugField(max_length=60, unique=True)
+    removed_member_bookings = models.CharField(
+        max_length=8, choices=RemovedMemberBookings.choices, default=RemovedMemberBookings.KEEP
+    )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="labs"
     )
@@ -56,6 +66,9 @@ class Membership(BaseModel):
     max_concurrent_bookings = models.PositiveIntegerField(
         null=True, blank=True, validators=[MaxValueValidator(1000)]
     )
+    # Who made this membership: "" a person (site admin, invitation), or the directory sync that
+    # manages it ("oidc", "ldap"). A sync only ever changes or removes the ones it made.
+    source = models.CharField(max_length=16, blank=True, default="")
 
     class Meta:
         constraints = [
