@@ -52,7 +52,7 @@ class LoginView(APIView):
         data.is_valid(raise_exception=True)
         user = login_with_limits(request=request._request, **data.validated_data)
         login(request, user)
-        return Response(MeSerializer(user).data)
+        return Response(MeSerializer(selectors.user_with_labs(user)).data)
 
 
 class LogoutView(APIView):
@@ -65,11 +65,12 @@ class LogoutView(APIView):
 class MeView(APIView):
     @extend_schema(responses=MeSerializer)
     def get(self, request: Request) -> Response:
-        return Response(MeSerializer(request.user).data)
+        return Response(MeSerializer(selectors.user_with_labs(request.user)).data)
 
     @extend_schema(request=MeSerializer, responses=MeSerializer)
     def patch(self, request: Request) -> Response:
-        serializer = MeSerializer(request.user, data=request.data, partial=True)
+        user = selectors.user_with_labs(request.user)
+        serializer = MeSerializer(user, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         serializer.save()
         return Response(serializer.data)

@@ -1,4 +1,4 @@
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
 from labgpu.accounts.models import Lab, Membership, User
 
@@ -23,3 +23,11 @@ def admin_lab_ids_of(user: User) -> set[int]:
 
 def is_lab_admin(user: User, lab_id: int) -> bool:
     return user.is_site_admin or lab_id in admin_lab_ids_of(user)
+
+
+def user_with_labs(user: User) -> User:
+    """`user` with its memberships and their labs loaded in one query (what `/me/` shows)."""
+    prefetch_related_objects(
+        [user], Prefetch("memberships", queryset=Membership.objects.select_related("lab"))
+    )
+    return user

@@ -186,6 +186,22 @@ def test_profile_time_zone_is_validated(as_alice):
     )
 
 
+def test_me_reads_every_membership_with_its_lab_in_one_query(alice, django_assert_num_queries):
+    from labgpu.accounts.tests.factories import LabFactory, MembershipFactory
+
+    client = client_for(alice, scopes=["read"])  # a fresh user per request, as in production
+    client.get("/api/v1/me/")  # the token's once-a-minute last_used_at write
+    with django_assert_num_queries(2):  # the token with its user; memberships with their labs
+        assert len(client.get("/api/v1/me/").json()["memberships"]) == 1
+    for i in range(4):
+        MembershipFactory(user=alice, lab=LabFactory(name=f"Lab {i}", slug=f"lab-{i}"))
+    with django_assert_num_queries(2):
+        memberships = client.get("/api/v1/me/").json()["memberships"]
+    assert sorted(m["lab"]["slug"] for m in memberships) == [
+        "lab-0", "lab-1", "lab-2", "lab-3", "vision"
+    ]  # fmt: skip
+
+
 def test_idempotency_keys_are_forgotten_after_their_ttl(alice, pool, quotas, tomorrow, settings):
     from labgpu.bookings.models import IdempotencyKey
     from labgpu.bookings.tasks import purge_idempotency_keys
