@@ -26,6 +26,7 @@ help: ## List the targets
 $(STAMP): backend/requirements.lock backend/pyproject.toml $(wildcard agent/pyproject.toml) \
 	  $(wildcard backend/cli/pyproject.toml)
 	@test -n "$(PYTHON)" || { echo "No Python >= 3.12 found; pass PYTHON=/path/to/python3.12"; exit 1; }
+	@$(MAKE) --no-print-directory system-deps
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip "uv>=0.5"
 	$(VENV)/bin/uv pip install --python $(PY) --quiet -r backend/requirements.lock
@@ -35,6 +36,23 @@ $(STAMP): backend/requirements.lock backend/pyproject.toml $(wildcard agent/pypr
 
 .PHONY: install
 install: $(STAMP) ## Create the virtualenv and install the locked dependencies
+
+# python-ldap (LDAP sign-in) has no wheels: it compiles against libldap and libsasl2, whose
+# headers Debian ships in libldap2-dev and libsasl2-dev. Installed here when missing and root.
+LDAP_HEADERS := /usr/include/ldap.h /usr/include/sasl/sasl.h
+.PHONY: system-deps
+system-deps: ## Install the C headers python-ldap builds against (Debian/Ubuntu, as root)
+	@missing=0; for h in $(LDAP_HEADERS); do test -f $$h || missing=1; done; \
+	if [ $$missing = 1 ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing libldap2-dev libsasl2-dev (python-ldap builds against them)"; \
+	    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get -o DPkg::Lock::Timeout=600 install -y -qq libldap2-dev libsasl2-dev gcc >/dev/null; \
+	  else \
+	    echo "python-ldap needs libldap and libsasl2 headers: apt-get install libldap2-dev" \
+	      "libsasl2-dev (Debian/Ubuntu) or openldap-devel cyrus-sasl-devel (Fedora)"; exit 1; \
+	  fi; \
+	fi
 
 .PHONY: lock
 lock: ## Re-resolve backend/requirements.lock from pyproject.toml files

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "labgpu.feeds",
     "labgpu.ops",
     "labgpu.sso",
+    "labgpu.directory",
 ]
 
 MIDDLEWARE = [
@@ -119,6 +120,20 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+
+# --- LDAP / Active Directory sign-in (config/ldap.py; docs/operations.md "LDAP and Active
+# Directory"). Off unless LABGPU_LDAP_SERVER_URI is set; then tried before local passwords.
+from config.ldap import LDAP_BACKEND, ldap_settings  # noqa: E402
+
+globals().update(ldap_settings(os.environ))
+if os.environ.get("LABGPU_LDAP_SERVER_URI"):
+    AUTHENTICATION_BACKENDS.insert(0, LDAP_BACKEND)
+# The periodic sync looks up at most this many LDAP users per run, those not seen (at a sign-in
+# or a sync) for LABGPU_LDAP_SYNC_MAX_AGE_S; it re-enqueues itself while more are due.
+LABGPU_LDAP_SYNC_BATCH = int(os.environ.get("LABGPU_LDAP_SYNC_BATCH", "200"))
+LABGPU_LDAP_SYNC_MAX_AGE_S = int(os.environ.get("LABGPU_LDAP_SYNC_MAX_AGE_S", "3600"))
+# --- end LDAP
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -319,6 +334,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Tasks whose publish met an absent broker (labgpu/core/outbox.py).
     "relay-outbox": {"task": "labgpu.core.tasks.relay_outbox", "schedule": every(10)},
+    # LDAP users' groups and existence (a no-op unless LDAP is configured).
+    "resync-directory-accounts": {
+        "task": "labgpu.directory.tasks.resync_directory_accounts",
+        "schedule": every(int(os.environ.get("LABGPU_LDAP_SYNC_INTERVAL_S", "600"))),
+    },
 }
 
 # --- Lifecycle ----------------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""Directory accounts: what a sign-in or the periodic sync learnt from LDAP, and its effects."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from labgpu.accounts.models import User
+from labgpu.audit.services import audit_record
+from labgpu.core.timeutils import now
+from labgpu.directory.ldap_client import DirectoryEntry, DirectoryReader, DirectoryUnavailable
+from labgpu.directory.models import DirectoryAccount
+
+logger = logging.getLogger(__name__)
+
+SOURCE = "ldap"
+
+
+def _sync_memberships(*, user: User, groups: set[str]) -> None:
+    """Lab memberships follow the directory's groups through the site admin's mappings."""
+    # labgpu.sso.services.sync_memberships lands with the OIDC work (issue 16 item 3).
+
+
+@transaction.atomic
+def directory_account_seen(*, user: User, dn: str, groups: set[str]) -> DirectoryAccount:
+    """Record that the directory knows `user` (a sign-in or a sync found them): remember their
+    DN and groups, reactivate them if a sync had deactivated them, sync their memberships."""
+    moment = now()
+    account, created = DirectoryAccount.objects.select_for_update().get_or_create(
+        user=user, defaults={"dn": dn, "groups": sorted(groups), "last_synced_at": moment}
+    )
+    # Only the sync's own deactivation is undone; a site admin's stays.
+    if (
+        account.deactivated_at is not None
+        and User.objects.filter(pk=user.pk, is_active=False).update(is_active=True)
+    ):
+        user.is_active = True
+        audit_record(
+            actor=None,
+            action="user.directory_reactivate",
+            target=user,
+            data={"user": user.username, "dn": dn},
+        )
+    if not created:
+        account.dn, account.groups, account.last_synced_at = dn, sorted(groups), moment
+        account.deactivated_at = None
+        account.save(
+            update_fields=["dn", "groups", "last_synced_at", "deactivated_at", "updated_at"]
+        )
+    _sync_memberships(user=user, groups=groups)
+    return account
+
+
+@transaction.atomic
+def directory_account_gone(*, account: DirectoryAccount) -> None:
+    """The directory no longer knows this person: deactivate them (no sign-in, API token or feed
+    works for an inactive user) and drop the memberships their groups gave them."""
+    moment = now()
+    user = account.user
+    if User.objects.filter(pk=user.pk, is_active=True).update(is_active=False):
+        user.is_active = False
+        account.deactivated_at = moment
+        audit_record(
+            actor=None,
+            action="user.directory_deactivate",
+            target=user,
+            data={"user": user.username, "dn": account.dn},
+        )
+    account.groups = []
+    account.last_synced_at = moment
+    account.save(update_fields=["groups", "last_synced_at", "deactivated_at", "updated_at"])
+    _sync_memberships(user=user, groups=set())
+
+
+@dataclass
+class ResyncResult:
+    seen: list[str] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    # True when more accounts were due than one batch takes: the caller runs another batch.
+    more: bool = False
+
+
+def directory_resync_batch(*, limit: int | None = None) -> ResyncResult:
+    """Look up the directory accounts not synced for LABGPU_LDAP_SYNC_MAX_AGE_S, oldest first,
+    at most `limit` of them. Raises DirectoryUnavailable, after keeping what it did, when the
+    directory stops answering: an outage must never read as "everyone left"."""
+    limit = limit or settings.LABGPU_LDAP_SYNC_BATCH
+    result = ResyncResult()
+    due = list(
+        DirectoryAccount.objects.select_related("user")
+        .filter(last_synced_at__lte=now() - timedelta(seconds=settings.LABGPU_LDAP_SYNC_MAX_AGE_S))
+        .order_by("last_synced_at", "pk")[: limit + 1]
+    )
+    result.more = len(due) > limit
+    reader = DirectoryReader()
+    for account in due[:limit]:
+        entry: DirectoryEntry | None = reader.lookup(account.user.username)
+        if entry is None:
+            directory_account_gone(account=account)
+            result.gone.append(account.user.username)
+        else:
+            directory_account_seen(user=entry.user, dn=entry.dn, groups=entry.groups)
+            result.seen.append(account.user.username)
+    if result.gone:
+        logger.info("directory sync deactivated %s", ", ".join(result.gone))
+    return result
+
+
+__all__ = [
+    "DirectoryUnavailable",
+    "ResyncResult",
+    "directory_account_gone",
+    "directory_account_seen",
+    "directory_resync_batch",
+]

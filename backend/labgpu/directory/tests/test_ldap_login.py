@@ -1,0 +1,130 @@
+"""LDAP bind sign-in against a real slapd (issue 16 item 2): the SPA's session login and the admin
+login both go through it; the directory's names, e-mail and groups reach LabGPU."""
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import Client
+from rest_framework.test import APIClient
+
+from config.ldap import ldap_settings
+from labgpu.accounts.models import User
+from labgpu.accounts.tests.factories import UserFactory
+from labgpu.directory.models import DirectoryAccount
+from labgpu.directory.tests.slapd import GROUPS, PASSWORDS, PEOPLE
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+
+def spa_login(username: str, password: str) -> tuple[APIClient, object]:
+    client = APIClient(enforce_csrf_checks=True)
+    client.get("/api/v1/auth/csrf/")
+    response = client.post(
+        "/api/v1/auth/login/",
+        {"username": username, "password": password},
+        HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value,
+    )
+    return client, response
+
+
+def test_directory_password_signs_in_to_the_spa_with_mapped_attributes_and_groups(ldap_on):
+    client, response = spa_login("ada", PASSWORDS["ada"])
+
+    assert response.status_code == 200, response.content
+    assert response.json()["username"] == "ada"
+    assert client.get("/api/v1/me/").json()["email"] == "ada@uni.example"
+    user = User.objects.get(username="ada")
+    assert (user.first_name, user.last_name, user.email) == ("Ada", "Lovelace", "ada@uni.example")
+    assert not user.has_usable_password()  # the directory holds the password, LabGPU none
+    account = DirectoryAccount.objects.get(user=user)
+    assert account.dn == f"uid=ada,{PEOPLE}"
+    assert set(account.groups) == {
+        "vision-lab",
+        "language-lab",
+        f"cn=vision-lab,{GROUPS}",
+        f"cn=language-lab,{GROUPS}",
+    }
+
+
+def test_wrong_directory_password_is_refused(ldap_on):
+    _, response = spa_login("ada", "not-her-password")
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "invalid_credentials"
+    assert not User.objects.filter(username="ada").exists()
+
+
+def test_unknown_user_is_refused_like_a_wrong_password(ldap_on):
+    _, response = spa_login("charles", "babbage")
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "invalid_credentials"
+    assert not User.objects.filter(username="charles").exists()
+
+
+def test_site_admin_signs_in_to_django_admin_with_the_directory_password(ldap_on):
+    UserFactory(username="grace", is_staff=True, is_superuser=True, password="local-only-pw-1")
+    client = Client(enforce_csrf_checks=True)
+    client.get("/admin/login/")
+    response = client.post(
+        "/admin/login/?next=/admin/",
+        {
+            "username": "grace",
+            "password": PASSWORDS["grace"],
+            "csrfmiddlewaretoken": client.cookies["csrftoken"].value,
+            "next": "/admin/",
+        },
+    )
+
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert client.get("/admin/").status_code == 200
+    assert User.objects.get(username="grace").email == "grace@uni.example"
+
+
+def test_group_changes_in_the_directory_show_at_the_next_sign_in(ldap_on):
+    spa_login("ada", PASSWORDS["ada"])
+    ldap_on.remove_member("language-lab", "ada")
+
+    _, response = spa_login("ada", PASSWORDS["ada"])
+
+    assert response.status_code == 200
+    account = DirectoryAccount.objects.get(user__username="ada")
+    assert "language-lab" not in account.groups and "vision-lab" in account.groups
+
+
+def test_user_a_site_admin_deactivated_stays_out_whatever_the_directory_says(ldap_on):
+    UserFactory(username="ada", is_active=False)
+
+    _, response = spa_login("ada", PASSWORDS["ada"])
+
+    assert response.status_code == 401
+    assert not User.objects.get(username="ada").is_active
+
+
+def test_local_accounts_still_sign_in_beside_the_directory(ldap_on, alice):
+    _, response = spa_login("alice", "correct horse battery staple")
+
+    assert response.status_code == 200
+    assert not DirectoryAccount.objects.filter(user=alice).exists()
+
+
+def test_a_refused_service_account_refuses_sign_in_without_an_error(settings, ldap_on):
+    settings.AUTH_LDAP_BIND_PASSWORD = "rotated-and-forgotten"
+
+    _, response = spa_login("ada", PASSWORDS["ada"])
+
+    assert response.status_code == 401
+
+
+def test_ldap_is_off_without_a_server_and_refuses_half_a_configuration():
+    assert ldap_settings({}) == {}
+    with pytest.raises(ImproperlyConfigured, match="LABGPU_LDAP_USER_SEARCH_BASE"):
+        ldap_settings({"LABGPU_LDAP_SERVER_URI": "ldap://127.0.0.1:1/"})
+    with pytest.raises(ImproperlyConfigured, match="LABGPU_LDAP_GROUP_TYPE"):
+        ldap_settings(
+            {
+                "LABGPU_LDAP_SERVER_URI": "ldap://127.0.0.1:1/",
+                "LABGPU_LDAP_USER_DN_TEMPLATE": "uid=%(user)s,ou=people,dc=x",
+                "LABGPU_LDAP_GROUP_SEARCH_BASE": "ou=groups,dc=x",
+                "LABGPU_LDAP_GROUP_TYPE": "mystery",
+            }
+        )
