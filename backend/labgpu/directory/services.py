@@ -14,6 +14,7 @@ from labgpu.audit.services import audit_record
 from labgpu.core.timeutils import now
 from labgpu.directory.ldap_client import DirectoryEntry, DirectoryReader, DirectoryUnavailable
 from labgpu.directory.models import DirectoryAccount
+from labgpu.sso.services import sync_memberships
 
 logger = logging.getLogger(__name__)
 
@@ -21,8 +22,9 @@ SOURCE = "ldap"
 
 
 def _sync_memberships(*, user: User, groups: set[str]) -> None:
-    """Lab memberships follow the directory's groups through the site admin's mappings."""
-    # labgpu.sso.services.sync_memberships lands with the OIDC work (issue 16 item 3).
+    """Lab memberships (and site admin) follow the directory's groups through the site admin's
+    group mappings; only what an LDAP sync made is ever changed (labgpu.sso)."""
+    sync_memberships(user=user, groups=groups, source=SOURCE)
 
 
 @transaction.atomic

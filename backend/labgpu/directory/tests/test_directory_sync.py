@@ -6,14 +6,15 @@ from datetime import timedelta
 import pytest
 from rest_framework.test import APIClient
 
-from labgpu.accounts.models import User
+from labgpu.accounts.models import Membership, User
 from labgpu.accounts.services import token_create
 from labgpu.audit.models import AuditEvent
 from labgpu.core.timeutils import now
 from labgpu.directory import services, tasks
 from labgpu.directory.models import DirectoryAccount
-from labgpu.directory.tests.slapd import PASSWORDS
+from labgpu.directory.tests.slapd import GROUPS, PASSWORDS
 from labgpu.directory.tests.test_ldap_login import spa_login
+from labgpu.sso.models import GroupMapping
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -107,3 +108,54 @@ def test_a_person_the_sync_deactivated_is_back_when_the_directory_lets_them_sign
 
 def test_sync_does_nothing_without_ldap(alice):
     assert tasks.resync_directory_accounts() == 0
+
+
+@pytest.fixture
+def group_mappings(vision_lab, other_lab):
+    return [
+        GroupMapping.objects.create(group="vision-lab", lab=vision_lab, role="member"),
+        GroupMapping.objects.create(
+            group=f"cn=language-lab,{GROUPS}", lab=other_lab, role="lab_admin"
+        ),
+        GroupMapping.objects.create(group="GPU-Admins", lab=None, role="site_admin"),
+    ]
+
+
+def memberships_of(username: str) -> dict[str, tuple[str, str]]:
+    return {
+        m.lab.slug: (m.role, m.source)
+        for m in Membership.objects.filter(user__username=username).select_related("lab")
+    }
+
+
+def test_sign_in_gives_the_memberships_the_directory_groups_map_to(ldap_on, group_mappings):
+    spa_login("ada", PASSWORDS["ada"])
+    spa_login("grace", PASSWORDS["grace"])
+
+    assert memberships_of("ada") == {
+        "vision": ("member", "ldap"),
+        "language": ("lab_admin", "ldap"),
+    }
+    assert memberships_of("grace") == {"language": ("lab_admin", "ldap")}
+    assert User.objects.get(username="grace").is_staff  # gpu-admins → site admin
+    assert not User.objects.get(username="ada").is_staff
+
+
+def test_sync_removes_memberships_whose_group_went_away(ldap_on, group_mappings):
+    spa_login("ada", PASSWORDS["ada"])
+    ldap_on.remove_member("language-lab", "ada")
+    make_due()
+
+    tasks.resync_directory_accounts()
+
+    assert memberships_of("ada") == {"vision": ("member", "ldap")}
+
+
+def test_sync_removes_the_memberships_of_people_who_left(ldap_on, group_mappings):
+    spa_login("ada", PASSWORDS["ada"])
+    ldap_on.remove_person("ada")
+    make_due()
+
+    tasks.resync_directory_accounts()
+
+    assert memberships_of("ada") == {}
