@@ -120,10 +120,17 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 
 # --- LDAP / Active Directory sign-in (config/ldap.py; docs/operations.md "LDAP and Active
 # Directory"). Off unless LABGPU_LDAP_SERVER_URI is set; then tried before local passwords.
+# Keep this block after every assignment of AUTHENTICATION_BACKENDS: it adds to the list.
 from config.ldap import LDAP_BACKEND, ldap_settings  # noqa: E402
 
 globals().update(ldap_settings(os.environ))
@@ -134,11 +141,6 @@ if os.environ.get("LABGPU_LDAP_SERVER_URI"):
 LABGPU_LDAP_SYNC_BATCH = int(os.environ.get("LABGPU_LDAP_SYNC_BATCH", "200"))
 LABGPU_LDAP_SYNC_MAX_AGE_S = int(os.environ.get("LABGPU_LDAP_SYNC_MAX_AGE_S", "3600"))
 # --- end LDAP
-AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-]
 
 # --- Cache (throttling, idempotency hints) ------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")

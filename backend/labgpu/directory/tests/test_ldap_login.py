@@ -1,12 +1,18 @@
 """LDAP bind sign-in against a real slapd (issue 16 item 2): the SPA's session login and the admin
 login both go through it; the directory's names, e-mail and groups reach LabGPU."""
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
+from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from rest_framework.test import APIClient
 
-from config.ldap import ldap_settings
+from config.ldap import LDAP_BACKEND, ldap_settings
 from labgpu.accounts.models import User
 from labgpu.accounts.tests.factories import UserFactory
 from labgpu.directory.models import DirectoryAccount
@@ -128,3 +134,30 @@ def test_ldap_is_off_without_a_server_and_refuses_half_a_configuration():
                 "LABGPU_LDAP_GROUP_TYPE": "mystery",
             }
         )
+
+
+def test_settings_from_the_environment_put_the_directory_before_local_passwords():
+    """The real settings module, as production imports it: LABGPU_LDAP_* → the LDAP backend first
+    (a later assignment of AUTHENTICATION_BACKENDS must not drop it)."""
+    env = {
+        **os.environ,
+        "LABGPU_LDAP_SERVER_URI": "ldap://127.0.0.1:1/",
+        "LABGPU_LDAP_USER_SEARCH_BASE": PEOPLE,
+        "LABGPU_LDAP_GROUP_SEARCH_BASE": GROUPS,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    script = (
+        "import json; from django.conf import settings as s; print(json.dumps("
+        "[s.AUTHENTICATION_BACKENDS, s.AUTH_LDAP_SERVER_URI, s.AUTH_LDAP_USER_SEARCH.base_dn]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=django_settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    backends, uri, base = json.loads(out.stdout.strip().splitlines()[-1])
+    assert backends[0] == LDAP_BACKEND and len(backends) > 1
+    assert (uri, base) == ("ldap://127.0.0.1:1/", PEOPLE)
