@@ -14,8 +14,9 @@ from labgpu.core.transitions import transition
 from labgpu.health import limits
 from labgpu.health.models import HealthReport
 from labgpu.providers import ProviderError
-from labgpu.provisioning import services as lifecycle
 from labgpu.provisioning.models import Node
+from labgpu.provisioning.services.agent import node_report_passed
+from labgpu.provisioning.services.nodes import node_adopt, node_fail
 from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
 
 NodeStatus = Node.Status
@@ -117,11 +118,11 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
     Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
     if node.status in (NodeStatus.CHECKING, NodeStatus.BOOTING):
         if report.verdict in HealthReport.PASSING:
-            lifecycle.node_report_passed(node=node)
+            node_report_passed(node=node)
         else:
             failing = [f for f in report.findings if f.get("severity") == "fail"]
             summary = "; ".join(f.get("message", f.get("id", "")) for f in failing[:3])
-            lifecycle.node_fail(
+            node_fail(
                 node_id=node.pk,
                 reason=f"The node failed its health checks: {summary}",
                 findings=failing,
@@ -163,7 +164,7 @@ def report_validate(payload: Any) -> datetime:
 
 def _adopt_droplet(node: Node) -> bool:
     try:
-        return lifecycle.node_adopt(node_id=node.pk)
+        return node_adopt(node_id=node.pk)
     except ProviderError:
         return False  # the provider is unreachable: the agent retries
 

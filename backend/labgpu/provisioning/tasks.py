@@ -7,7 +7,8 @@ from django.conf import settings
 from labgpu.bookings.services import bookings_expire_stale_pending
 from labgpu.catalog.models import ProviderAccount
 from labgpu.providers import ProviderTransientError, retry_countdown
-from labgpu.provisioning import services
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.services import nodes, reconciliation, sweeps
 
 RETRY = {
     "acks_late": True,
@@ -20,7 +21,7 @@ BACKOFF_MAX_S = 120
 def _retry(task: Task, error: Exception) -> None:
     """Retry on the provider's own schedule when it gave one (`ratelimit-reset`), soon after a
     lease that is about to lapse, and with exponential backoff otherwise."""
-    if isinstance(error, services.NodeBusy):
+    if isinstance(error, nodes.NodeBusy):
         countdown = max(1, round(settings.LABGPU_PROVIDER_LEASE_S / 3))
     else:
         backoff = min(BACKOFF_MAX_S, 2 ** (task.request.retries + 1))
@@ -28,13 +29,13 @@ def _retry(task: Task, error: Exception) -> None:
     raise task.retry(exc=error, countdown=countdown)
 
 
-RETRYABLE = (ProviderTransientError, services.NodeStillExists, services.NodeBusy)
+RETRYABLE = (ProviderTransientError, nodes.NodeStillExists, nodes.NodeBusy)
 
 
 @shared_task(**RETRY)
 def provision_node(self: Task, node_id: int) -> None:
     try:
-        services.node_provision(node_id=node_id)
+        nodes.node_provision(node_id=node_id)
     except RETRYABLE as error:
         _retry(self, error)
 
@@ -42,7 +43,7 @@ def provision_node(self: Task, node_id: int) -> None:
 @shared_task(**RETRY)
 def teardown_node(self: Task, node_id: int) -> None:
     try:
-        services.node_teardown(node_id=node_id)
+        nodes.node_teardown(node_id=node_id)
     except RETRYABLE as error:
         _retry(self, error)
 
@@ -50,7 +51,7 @@ def teardown_node(self: Task, node_id: int) -> None:
 @shared_task(**RETRY)
 def poll_account(self: Task, account_id: int) -> int:
     try:
-        return services.nodes_poll(account_id=account_id)
+        return nodes.nodes_poll(account_id=account_id)
     except RETRYABLE as error:
         _retry(self, error)
         raise  # unreachable: retry raises
@@ -59,7 +60,7 @@ def poll_account(self: Task, account_id: int) -> int:
 @shared_task(acks_late=True)
 def poll_nodes() -> int:
     """Beat: one listing per provider account with nodes waiting on their droplets."""
-    accounts = services.accounts_to_poll()
+    accounts = nodes.accounts_to_poll()
     for account_id in accounts:
         poll_account.delay(account_id)
     return len(accounts)
@@ -68,8 +69,6 @@ def poll_nodes() -> int:
 @shared_task(acks_late=True)
 def poll_node(node_id: int) -> None:
     """Kept for messages queued before polling went per account: polls the node's account."""
-    from labgpu.provisioning.models import Node
-
     account_id = Node.objects.filter(pk=node_id).values_list("provider_account_id", flat=True)
     for pk in account_id:
         poll_account.delay(pk)
@@ -78,30 +77,30 @@ def poll_node(node_id: int) -> None:
 @shared_task(acks_late=True)
 def start_booking(booking_id: int) -> bool:
     """A booking due now starts at once instead of waiting for the sweep."""
-    return services.booking_start(booking_id=booking_id)
+    return sweeps.booking_start(booking_id=booking_id)
 
 
 @shared_task(acks_late=True)
 def wind_down_booking(booking_id: int) -> None:
     """A booking ended early: tear its node down at once instead of at the next sweep."""
-    services.booking_wind_down(booking_id=booking_id)
+    sweeps.booking_wind_down(booking_id=booking_id)
 
 
 @shared_task(acks_late=True)
 def check_capacity_ahead() -> int:
     """Beat: warn about bookings whose size shows no capacity in any of their pool's regions."""
-    return services.bookings_check_capacity_ahead()
+    return sweeps.bookings_check_capacity_ahead()
 
 
 @shared_task(acks_late=True)
 def start_due_bookings() -> int:
-    return services.bookings_start_due()
+    return sweeps.bookings_start_due()
 
 
 @shared_task(acks_late=True)
 def end_due_bookings() -> int:
-    ended = services.bookings_end_due()
-    services.bookings_wind_down()
+    ended = sweeps.bookings_end_due()
+    sweeps.bookings_wind_down()
     return ended
 
 
@@ -112,18 +111,18 @@ def expire_stale_pending() -> int:
 
 @shared_task(acks_late=True)
 def remind_ending_bookings() -> int:
-    return services.bookings_remind_ending()
+    return sweeps.bookings_remind_ending()
 
 
 @shared_task(acks_late=True)
 def fail_silent_nodes() -> int:
-    return services.nodes_fail_silent()
+    return reconciliation.nodes_fail_silent()
 
 
 @shared_task(**RETRY)
 def reconcile(self: Task, account_id: int) -> dict[str, int]:
     try:
-        return services.reconcile(account_id=account_id)
+        return reconciliation.reconcile(account_id=account_id)
     except RETRYABLE as error:
         _retry(self, error)
         raise

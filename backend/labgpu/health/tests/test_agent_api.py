@@ -194,7 +194,7 @@ def test_a_passing_report_for_a_node_without_an_address_waits_for_the_address(no
     assert node.passed_at is not None
 
     from labgpu.providers import Droplet
-    from labgpu.provisioning.services import _node_observe
+    from labgpu.provisioning.services.nodes import _node_observe
 
     droplet = Droplet(
         id=7, name=node.name, status="active", size_slug="s", region="tor1", image="i",
@@ -235,7 +235,7 @@ def test_bootstrap_hands_the_agent_the_smoke_tests_its_pool_requires(node, pool)
 
 
 def test_cloud_init_installs_the_smoke_extra_unless_the_pool_image_has_it(node, pool):
-    from labgpu.provisioning.services import _droplet_spec
+    from labgpu.provisioning.services.nodes import _droplet_spec
 
     assert "labgpu-agent[smoke]" in _droplet_spec(node).user_data
     pool.smoke_preinstalled = True

@@ -8,7 +8,7 @@ import pytest
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
-from labgpu.provisioning.services import LeaseLost, _node_lease, _renew_lease
+from labgpu.provisioning.services.nodes import LeaseLost, _node_lease, _renew_lease
 from labgpu.provisioning.tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +48,7 @@ def test_an_adopted_droplet_whose_agent_checked_in_first_is_kept(node, monkeypat
 
     from labgpu.core.transitions import transition
     from labgpu.providers import Droplet
-    from labgpu.provisioning import services
+    from labgpu.provisioning.services import nodes
 
     droplet = Droplet(
         id=42, name="labgpu-node", status="active", size_slug="s", region="tor1", image="i",
@@ -62,9 +62,9 @@ def test_an_adopted_droplet_whose_agent_checked_in_first_is_kept(node, monkeypat
     def no_teardown(**kwargs):
         raise AssertionError("a live node was torn down")
 
-    monkeypatch.setattr(services, "driver_for", lambda account: nullcontext(None))
-    monkeypatch.setattr(services, "create_or_adopt", adopt_after_the_agent_checked_in)
-    monkeypatch.setattr(services, "_node_teardown", no_teardown)
-    services.node_provision(node_id=node.pk)
+    monkeypatch.setattr(nodes, "driver_for", lambda account: nullcontext(None))
+    monkeypatch.setattr(nodes, "create_or_adopt", adopt_after_the_agent_checked_in)
+    monkeypatch.setattr(nodes, "_node_teardown", no_teardown)
+    nodes.node_provision(node_id=node.pk)
     node.refresh_from_db()
     assert (node.status, node.provider_id, node.public_ip) == ("checking", "42", "192.0.2.7")

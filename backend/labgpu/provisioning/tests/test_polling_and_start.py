@@ -7,7 +7,7 @@ from labgpu.bookings.models import Booking
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
-from labgpu.provisioning.services import nodes_poll
+from labgpu.provisioning.services.nodes import nodes_poll
 from labgpu.provisioning.tests.conftest import on_demand_body
 from labgpu.provisioning.tests.harness import wait_for
 from labgpu.provisioning.tests.ledger import our_ledger

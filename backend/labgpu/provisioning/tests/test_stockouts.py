@@ -12,7 +12,7 @@ from labgpu.bookings.models import Booking
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
-from labgpu.provisioning.services import bookings_check_capacity_ahead
+from labgpu.provisioning.services.sweeps import bookings_check_capacity_ahead
 from labgpu.provisioning.tests.harness import wait_for
 from labgpu.provisioning.tests.ledger import (
     assert_booking_billed_from_ledger,

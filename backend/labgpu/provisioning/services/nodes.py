@@ -1,8 +1,8 @@
-"""The lifecycle: bookings become droplets and back. Every step is safe to run twice.
+"""Node steps: create (or adopt) a node's droplet, watch it boot, drain, destroy, fail, replace.
 
-Status changes go through `transition()` (compare-and-swap), so a retried or duplicated task, a
-sweep and a user's cancel can race without two of them acting. Provider calls happen outside
-database transactions; what they produce is recorded with conditional UPDATEs afterwards.
+Each step is a task's body (provisioning/tasks.py), safe to run twice. Provider-facing steps hold
+the node's short provider lease. Follow-up work is enqueued by task name (`dispatch`), never by
+importing the tasks.
 """
 
 import logging
@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.models import Q
 
 from labgpu.audit.services import audit_record
@@ -23,7 +23,6 @@ from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking
 from labgpu.catalog.models import ProviderAccount
 from labgpu.core.crashpoints import crash_point
-from labgpu.core.outbox import enqueue_on_commit
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.providers import (
@@ -37,8 +36,10 @@ from labgpu.providers import (
     node_tag,
 )
 from labgpu.providers.cloudinit import render_user_data
+from labgpu.provisioning.dispatch import enqueue_on_commit
 from labgpu.provisioning.drivers import driver_for
 from labgpu.provisioning.models import Node
+from labgpu.provisioning.services.agent import node_ready_if_usable
 from labgpu.provisioning.tokens import bootstrap_token_for, hash_secret
 
 logger = logging.getLogger(__name__)
@@ -49,55 +50,7 @@ MAX_ATTEMPTS = 2  # the first node, and one replacement (I-5)
 ALIVE_AFTER_CREATE = [NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY]
 
 
-# A node is handed over only with a droplet we know, its address and a passing report (I-5, I-8).
-USABLE = ~Q(provider_id="") & Q(public_ip__isnull=False) & Q(passed_at__isnull=False)
-
-
-def _on_commit_enqueue(task_name: str, *args: object, countdown: float = 0) -> None:
-    """Through the outbox: a broker that is away never fails the caller or loses the work."""
-    enqueue_on_commit(f"labgpu.provisioning.tasks.{task_name}", *args, countdown=countdown)
-
-
-# --- Sweeps (beat) --------------------------------------------------------------------------------
-
-
-def bookings_start_due(*, batch: int = 100) -> int:
-    """Start provisioning for scheduled bookings whose start − lead has come."""
-    moment = now()
-    due = Booking.objects.filter(
-        status=BookingStatus.SCHEDULED, reserved_start__lte=moment
-    ).values_list("pk", flat=True)[:batch]
-    return sum(booking_start(booking_id=pk) for pk in due)
-
-
-@transaction.atomic
-def booking_start(*, booking_id: int) -> bool:
-    booking = Booking.objects.select_related("pool__instance_type__provider_account").get(
-        pk=booking_id
-    )
-    if booking.end <= now():
-        # Never provisioned (the workers were down through the whole booking): nothing to bill.
-        transition(
-            Booking,
-            pk=booking.pk,
-            from_statuses=[BookingStatus.SCHEDULED],
-            to_status=BookingStatus.FAILED,
-            failure_reason="The booking ended before a node could be provisioned.",
-        )
-        return False
-    if not transition(
-        Booking,
-        pk=booking.pk,
-        from_statuses=[BookingStatus.SCHEDULED],
-        to_status=BookingStatus.PROVISIONING,
-    ):
-        return False
-    crash_point("start.before_node_request")
-    _node_request(booking=booking, attempt=1)
-    return True
-
-
-def _node_request(*, booking: Booking, attempt: int) -> Node:
+def node_request(*, booking: Booking, attempt: int) -> Node:
     instance_type = booking.pool.instance_type
     node = Node.objects.create(
         booking=booking,
@@ -119,125 +72,8 @@ def _node_request(*, booking: Booking, attempt: int) -> Node:
         lab=booking.lab,
         data={"booking": booking.pk, "attempt": attempt},
     )
-    _on_commit_enqueue("provision_node", node.pk)
+    enqueue_on_commit("provision_node", node.pk)
     return node
-
-
-def bookings_end_due(*, batch: int = 100) -> int:
-    """Bookings whose end has come start ending; their nodes are torn down."""
-    due = Booking.objects.filter(
-        status__in=[BookingStatus.PROVISIONING, BookingStatus.READY], end__lte=now()
-    ).values_list("pk", flat=True)[:batch]
-    moved = 0
-    for pk in due:
-        moved += transition(
-            Booking,
-            pk=pk,
-            from_statuses=[BookingStatus.PROVISIONING, BookingStatus.READY],
-            to_status=BookingStatus.ENDING,
-        )
-        crash_point("end.after_ending")
-    return moved
-
-
-def bookings_wind_down(*, batch: int = 100) -> int:
-    """For every ending booking: tear its nodes down, or complete it once they are gone."""
-    ending = Booking.objects.filter(status=BookingStatus.ENDING).values_list("pk", flat=True)[
-        :batch
-    ]
-    for pk in ending:
-        booking_wind_down(booking_id=pk)
-    return len(ending)
-
-
-def booking_wind_down(*, booking_id: int) -> None:
-    """Tear an ending booking's nodes down, or complete it once they are gone."""
-    nodes = Node.objects.filter(booking_id=booking_id, status__in=Node.TEARDOWN_FROM)
-    for node_id in nodes.values_list("pk", flat=True):
-        node_drain(node_id=node_id)
-        crash_point("wind_down.after_drain")
-    booking_complete_if_done(booking_id=booking_id)
-
-
-def bookings_remind_ending(*, minutes: int = 15, batch: int = 200) -> int:
-    """Tell users 15 minutes before their node goes away (once per booking)."""
-    moment = now()
-    due = Booking.objects.filter(
-        status=BookingStatus.READY,
-        reminder_sent_at__isnull=True,
-        end__lte=moment + timedelta(minutes=minutes),
-        end__gt=moment,
-    ).values_list("pk", flat=True)[:batch]
-    sent = 0
-    for pk in due:
-        if Booking.objects.filter(pk=pk, reminder_sent_at__isnull=True).update(
-            reminder_sent_at=moment
-        ):
-            notifications.booking_ending_soon(Booking.objects.get(pk=pk))
-            sent += 1
-    return sent
-
-
-def bookings_check_capacity_ahead(*, batch: int = 200) -> int:
-    """Warn the user and the lab's admins, once, when a booking starting within
-    LABGPU_PREFLIGHT_S finds its size shown unavailable in every region its pool may use.
-    One `GET /v2/sizes` per provider account per run. Returns how many bookings were warned."""
-    from labgpu.accounts.models import Membership
-
-    moment = now()
-    upcoming = list(
-        Booking.objects.filter(
-            status__in=[BookingStatus.SCHEDULED, BookingStatus.PENDING],
-            capacity_warned_at__isnull=True,
-            start__gt=moment,
-            start__lte=moment + timedelta(seconds=settings.LABGPU_PREFLIGHT_S),
-        ).select_related("pool__instance_type__provider_account", "user")[:batch]
-    )
-    sizes_by_account: dict[int, dict[str, set[str]]] = {}
-    warned = 0
-    for booking in upcoming:
-        pool = booking.pool
-        account = pool.instance_type.provider_account
-        if account.pk not in sizes_by_account:
-            try:
-                with driver_for(account) as driver:
-                    sizes_by_account[account.pk] = {
-                        size.slug: set(size.regions) if size.available else set()
-                        for size in driver.sizes()
-                    }
-            except ProviderTransientError as error:
-                logger.warning("capacity check for account %s skipped: %s", account.pk, error)
-                sizes_by_account[account.pk] = {}
-        sizes = sizes_by_account[account.pk]
-        if not sizes:
-            continue  # nothing known: never warn on a failed check
-        shown = sizes.get(pool.instance_type.provider_size, set())
-        if shown & set(pool.regions):
-            continue
-        if not Booking.objects.filter(pk=booking.pk, capacity_warned_at__isnull=True).update(
-            capacity_warned_at=moment
-        ):
-            continue
-        admins = [
-            m.user
-            for m in Membership.objects.filter(
-                lab_id=booking.lab_id, role=Membership.Role.LAB_ADMIN
-            ).select_related("user")
-        ]
-        recipients = list({u.pk: u for u in [booking.user, *admins]}.values())
-        notifications.booking_capacity_warning(booking, regions=pool.regions, recipients=recipients)
-        audit_record(
-            actor=None,
-            action="booking.capacity_warning",
-            target=booking,
-            lab=booking.lab,
-            data={"regions": pool.regions, "size": pool.instance_type.provider_size},
-        )
-        warned += 1
-    return warned
-
-
-# --- Node steps (tasks) ---------------------------------------------------------------------------
 
 
 _current_lease: ContextVar[str] = ContextVar("labgpu_node_lease", default="")
@@ -348,7 +184,7 @@ def _node_provision(*, node_id: int) -> None:
         node_fail(node_id=node.pk, reason=f"The provider refused to create the node: {error}")
         return
     crash_point("provision.after_create_post")
-    recorded = _record_droplet(node.pk, droplet, statuses=[NodeStatus.CREATING])
+    recorded = node_record_droplet(node.pk, droplet, statuses=[NodeStatus.CREATING])
     if not recorded:
         node.refresh_from_db()
         if node.provider_id == str(droplet.id):
@@ -356,11 +192,11 @@ def _node_provision(*, node_id: int) -> None:
         if node.provider_id:
             # A second droplet for this node (a create that outlived its lease): keep the one
             # recorded, destroy this one now and meter it (I-3, I-4, I-8).
-            _destroy_stray(node=node, droplet=droplet)
+            node_destroy_stray(node=node, droplet=droplet)
             return
         # A create that answered 5xx but succeeded boots the droplet, and its agent may check in
         # (moving the node on) before this retry adopts it: record it, the node is alive.
-        recorded = _record_droplet(node.pk, droplet, statuses=ALIVE_AFTER_CREATE)
+        recorded = node_record_droplet(node.pk, droplet, statuses=ALIVE_AFTER_CREATE)
         if not recorded:
             # The node was given up meanwhile (cancelled, failed): its droplet must not outlive it.
             _node_teardown(node_id=node.pk)
@@ -441,12 +277,12 @@ def node_adopt(*, node_id: int) -> bool:
     if not found:
         return False
     statuses = [*ALIVE_AFTER_CREATE, NodeStatus.CREATING]
-    if _record_droplet(node.pk, found[0], statuses=statuses):
+    if node_record_droplet(node.pk, found[0], statuses=statuses):
         logger.info("node %s: adopted droplet %s by its tag", node.pk, found[0].id)
     return Node.objects.filter(pk=node.pk).exclude(provider_id="").exists()
 
 
-def _record_droplet(node_id: int, droplet: Droplet, *, statuses: list[str]) -> int:
+def node_record_droplet(node_id: int, droplet: Droplet, *, statuses: list[str]) -> int:
     return Node.objects.filter(pk=node_id, status__in=statuses, provider_id="").update(
         provider_id=str(droplet.id),
         provider_created_at=droplet.created_at or now(),
@@ -455,7 +291,7 @@ def _record_droplet(node_id: int, droplet: Droplet, *, statuses: list[str]) -> i
     )
 
 
-def _destroy_stray(*, node: Node, droplet: Droplet) -> None:
+def node_destroy_stray(*, node: Node, droplet: Droplet) -> None:
     """Destroy a droplet that is not the node's recorded one, and bill it to us, not the lab."""
     from labgpu.usage.services import usage_record_droplet
 
@@ -545,7 +381,7 @@ def _node_observe(node: Node, droplet: Droplet) -> None:
         else:
             Node.objects.filter(pk=node.pk).update(updated_at=now())  # alive: not stuck
     if droplet.public_ipv4:
-        _node_ready_if_usable(node_id=node.pk)
+        node_ready_if_usable(node_id=node.pk)
 
 
 def accounts_to_poll() -> list[int]:
@@ -576,7 +412,7 @@ def node_drain(*, node_id: int) -> None:
     """The booking is over: stop using the node and destroy it."""
     node = Node.objects.get(pk=node_id)
     if node.status == NodeStatus.FAILED:
-        _on_commit_enqueue("teardown_node", node.pk)
+        enqueue_on_commit("teardown_node", node.pk)
         return
     with transaction.atomic():
         if transition(
@@ -587,7 +423,7 @@ def node_drain(*, node_id: int) -> None:
             destroy_requested_at=now(),
         ):
             crash_point("drain.after_draining")
-            _on_commit_enqueue("teardown_node", node.pk)
+            enqueue_on_commit("teardown_node", node.pk)
 
 
 def node_teardown(*, node_id: int) -> None:
@@ -626,9 +462,9 @@ def _node_teardown(*, node_id: int) -> None:
             # it before destroying it, so it is metered (I-8).
             found = sorted(driver.find_by_tag(node_tag(node.pk)), key=lambda d: d.id)
             if found:
-                _record_droplet(node.pk, found[0], statuses=[NodeStatus.DESTROYING])
+                node_record_droplet(node.pk, found[0], statuses=[NodeStatus.DESTROYING])
             for stray in found[1:]:
-                _destroy_stray(node=node, droplet=stray)
+                node_destroy_stray(node=node, droplet=stray)
             droplet_ids = [found[0].id] if found else []
         for droplet_id in droplet_ids:
             driver.destroy(droplet_id)
@@ -692,7 +528,7 @@ def node_fail(
             data={"reason": reason, "findings": findings or []},
         )
         crash_point("fail.before_commit")
-        _on_commit_enqueue("teardown_node", node.pk)
+        enqueue_on_commit("teardown_node", node.pk)
         _replace_or_fail_booking(node=node, reason=reason, replace=replace)
     return True
 
@@ -709,7 +545,7 @@ def _replace_or_fail_booking(*, node: Node, reason: str, replace: bool = True) -
                 from_statuses=[BookingStatus.READY],
                 to_status=BookingStatus.PROVISIONING,
             )
-        _node_request(booking=booking, attempt=node.attempt + 1)
+        node_request(booking=booking, attempt=node.attempt + 1)
         return
     if transition(
         Booking,
@@ -748,153 +584,3 @@ def booking_complete_if_done(*, booking_id: int) -> None:
             )
         elif booking.status == BookingStatus.FAILED:
             booking_meter(booking=booking)
-
-
-# --- Agent reports --------------------------------------------------------------------------------
-
-
-def node_report_passed(*, node: Node) -> None:
-    """A passing report: remember it, and hand the node over if it is usable (I-5)."""
-    Node.objects.filter(pk=node.pk, passed_at__isnull=True).update(passed_at=now())
-    crash_point("report.after_passed")
-    _node_ready_if_usable(node_id=node.pk)
-
-
-def _node_ready_if_usable(*, node_id: int) -> None:
-    """Ready needs a known droplet, its IP and a passing report; whichever comes last (the report,
-    or the poll that learns the IP) makes the node and its booking ready."""
-    with transaction.atomic():
-        if not transition(
-            Node,
-            pk=node_id,
-            from_statuses=[NodeStatus.CHECKING, NodeStatus.BOOTING],
-            to_status=NodeStatus.READY,
-            condition=USABLE,
-            ready_at=now(),
-        ):
-            return
-        booking_id = Node.objects.values_list("booking_id", flat=True).get(pk=node_id)
-        if transition(
-            Booking,
-            pk=booking_id,
-            from_statuses=[BookingStatus.PROVISIONING],
-            to_status=BookingStatus.READY,
-        ):
-            booking = Booking.objects.get(pk=booking_id)
-            transaction.on_commit(lambda: notifications.booking_ready(booking))
-
-
-# --- Reconciliation -------------------------------------------------------------------------------
-
-
-def nodes_fail_silent(*, batch: int = 100) -> int:
-    """Fail nodes whose droplet is up but whose agent never reported (or stopped reporting)."""
-    cutoff = now() - timedelta(seconds=settings.LABGPU_AGENT_REPORT_TIMEOUT_S)
-    silent = Node.objects.filter(
-        status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING], status_changed_at__lt=cutoff
-    ).values_list("pk", flat=True)[:batch]
-    return sum(
-        node_fail(node_id=pk, reason="The node agent never reported; the node was replaced.")
-        for pk in silent
-    )
-
-
-def reconcile(*, account_id: int) -> dict[str, int]:
-    """Make the provider's droplets and our nodes agree (I-3), and the ledger complete (I-8).
-
-    - a droplet with our tag whose node is gone, destroyed, or points at another droplet: destroy
-      it and meter it (to us, not the lab);
-    - a live node that never recorded its droplet (a create whose answer was lost): adopt it;
-    - a live node whose droplet is missing from the listing and confirmed gone: fail it (lost);
-    - a destroyed node with a droplet but no usage record: write the record;
-    - work a crashed worker left half-done (stuck creates, teardowns): enqueue it again.
-    """
-    account = ProviderAccount.objects.get(pk=account_id)
-    summary = {"orphans_destroyed": 0, "nodes_lost": 0, "adopted": 0, "metered": 0, "requeued": 0}
-    with driver_for(account) as driver:
-        droplets = driver.list_ours()
-        crash_point("reconcile.after_list")
-        by_node: dict[int, list[Droplet]] = {}
-        for droplet in droplets:
-            if droplet.node_id is not None:
-                by_node.setdefault(droplet.node_id, []).append(droplet)
-        nodes = {
-            node.pk: node
-            for node in Node.objects.filter(provider_account=account, pk__in=list(by_node))
-        }
-        for node_id, node_droplets in by_node.items():
-            node = nodes.get(node_id)
-            for droplet in sorted(node_droplets, key=lambda d: d.id):
-                unrecorded = node is not None and not node.provider_id
-                if unrecorded and _record_droplet(node.pk, droplet, statuses=ALIVE_AFTER_CREATE):
-                    summary["adopted"] += 1
-                    node.refresh_from_db()
-                    continue
-                orphan = (
-                    node is None
-                    or node.status == NodeStatus.DESTROYED
-                    or (node.provider_id != "" and node.provider_id != str(droplet.id))
-                )
-                if not orphan:
-                    continue
-                logger.warning(
-                    "reconcile: destroying orphan droplet %s (node %s)", droplet.id, node_id
-                )
-                if node is None:
-                    driver.destroy(droplet.id)  # not made by this installation: nothing to bill
-                else:
-                    _destroy_stray(node=node, droplet=droplet)
-                summary["orphans_destroyed"] += 1
-
-        listed = {str(droplet.id) for droplet in droplets}
-        watched = Node.objects.filter(
-            provider_account=account,
-            status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY],
-        ).exclude(provider_id="")
-        for node in watched:
-            if node.provider_id in listed:
-                continue
-            try:
-                driver.get(int(node.provider_id))
-            except ProviderNotFound:
-                summary["nodes_lost"] += node_fail(
-                    node_id=node.pk, reason="The droplet vanished at the provider."
-                )
-    summary["metered"] = _meter_unmetered(account=account)
-    summary["requeued"] = _requeue_stuck(account=account)
-    return summary
-
-
-def _meter_unmetered(*, account: ProviderAccount) -> int:
-    """The ledger's backstop: every destroyed droplet of ours has its usage record (I-8)."""
-    from labgpu.usage.services import usage_record_node
-
-    unmetered = (
-        Node.objects.filter(provider_account=account, status=NodeStatus.DESTROYED)
-        .exclude(provider_id="")
-        .exclude(usage_records__droplet_id=models.F("provider_id"))
-    )
-    return sum(usage_record_node(node=node) is not None for node in unmetered[:200])
-
-
-def _requeue_stuck(*, account: "ProviderAccount") -> int:
-    """Nodes a killed worker left mid-step; their tasks are idempotent, so just run them again."""
-    from labgpu.provisioning import tasks
-
-    stale = now() - timedelta(seconds=settings.LABGPU_STUCK_AFTER_S)
-    requeued = 0
-    nodes = Node.objects.filter(provider_account=account, updated_at__lt=stale)
-    stuck_creates = nodes.filter(
-        Q(status=NodeStatus.REQUESTED)
-        | Q(status=NodeStatus.CREATING, provider_id="")
-        | Q(status__in=ALIVE_AFTER_CREATE, provider_id="")
-    )
-    for node in stuck_creates:
-        tasks.provision_node.delay(node.pk)
-        requeued += 1
-    for node in nodes.filter(
-        status__in=[NodeStatus.DRAINING, NodeStatus.DESTROYING, NodeStatus.FAILED]
-    ):
-        tasks.teardown_node.delay(node.pk)
-        requeued += 1
-    return requeued

@@ -1,0 +1,142 @@
+"""Reconciliation: make the provider's droplets and our nodes agree (I-3), keep the ledger
+complete (I-8), fail silent nodes and re-drive work a killed worker left behind."""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from labgpu.catalog.models import ProviderAccount
+from labgpu.core.crashpoints import crash_point
+from labgpu.core.timeutils import now
+from labgpu.providers import (
+    Droplet,
+    ProviderNotFound,
+)
+from labgpu.provisioning.dispatch import redrive
+from labgpu.provisioning.drivers import driver_for
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.services.nodes import (
+    ALIVE_AFTER_CREATE,
+    node_destroy_stray,
+    node_fail,
+    node_record_droplet,
+)
+
+logger = logging.getLogger(__name__)
+NodeStatus = Node.Status
+
+
+def nodes_fail_silent(*, batch: int = 100) -> int:
+    """Fail nodes whose droplet is up but whose agent never reported (or stopped reporting)."""
+    cutoff = now() - timedelta(seconds=settings.LABGPU_AGENT_REPORT_TIMEOUT_S)
+    silent = Node.objects.filter(
+        status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING], status_changed_at__lt=cutoff
+    ).values_list("pk", flat=True)[:batch]
+    return sum(
+        node_fail(node_id=pk, reason="The node agent never reported; the node was replaced.")
+        for pk in silent
+    )
+
+
+def reconcile(*, account_id: int) -> dict[str, int]:
+    """Make the provider's droplets and our nodes agree (I-3), and the ledger complete (I-8).
+
+    - a droplet with our tag whose node is gone, destroyed, or points at another droplet: destroy
+      it and meter it (to us, not the lab);
+    - a live node that never recorded its droplet (a create whose answer was lost): adopt it;
+    - a live node whose droplet is missing from the listing and confirmed gone: fail it (lost);
+    - a destroyed node with a droplet but no usage record: write the record;
+    - work a crashed worker left half-done (stuck creates, teardowns): enqueue it again.
+    """
+    account = ProviderAccount.objects.get(pk=account_id)
+    summary = {"orphans_destroyed": 0, "nodes_lost": 0, "adopted": 0, "metered": 0, "requeued": 0}
+    with driver_for(account) as driver:
+        droplets = driver.list_ours()
+        crash_point("reconcile.after_list")
+        by_node: dict[int, list[Droplet]] = {}
+        for droplet in droplets:
+            if droplet.node_id is not None:
+                by_node.setdefault(droplet.node_id, []).append(droplet)
+        nodes = {
+            node.pk: node
+            for node in Node.objects.filter(provider_account=account, pk__in=list(by_node))
+        }
+        for node_id, node_droplets in by_node.items():
+            node = nodes.get(node_id)
+            for droplet in sorted(node_droplets, key=lambda d: d.id):
+                unrecorded = node is not None and not node.provider_id
+                if unrecorded and node_record_droplet(
+                    node.pk, droplet, statuses=ALIVE_AFTER_CREATE
+                ):
+                    summary["adopted"] += 1
+                    node.refresh_from_db()
+                    continue
+                orphan = (
+                    node is None
+                    or node.status == NodeStatus.DESTROYED
+                    or (node.provider_id != "" and node.provider_id != str(droplet.id))
+                )
+                if not orphan:
+                    continue
+                logger.warning(
+                    "reconcile: destroying orphan droplet %s (node %s)", droplet.id, node_id
+                )
+                if node is None:
+                    driver.destroy(droplet.id)  # not made by this installation: nothing to bill
+                else:
+                    node_destroy_stray(node=node, droplet=droplet)
+                summary["orphans_destroyed"] += 1
+
+        listed = {str(droplet.id) for droplet in droplets}
+        watched = Node.objects.filter(
+            provider_account=account,
+            status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY],
+        ).exclude(provider_id="")
+        for node in watched:
+            if node.provider_id in listed:
+                continue
+            try:
+                driver.get(int(node.provider_id))
+            except ProviderNotFound:
+                summary["nodes_lost"] += node_fail(
+                    node_id=node.pk, reason="The droplet vanished at the provider."
+                )
+    summary["metered"] = _meter_unmetered(account=account)
+    summary["requeued"] = _requeue_stuck(account=account)
+    return summary
+
+
+def _meter_unmetered(*, account: ProviderAccount) -> int:
+    """The ledger's backstop: every destroyed droplet of ours has its usage record (I-8)."""
+    from labgpu.usage.services import usage_record_node
+
+    unmetered = (
+        Node.objects.filter(provider_account=account, status=NodeStatus.DESTROYED)
+        .exclude(provider_id="")
+        .exclude(usage_records__droplet_id=models.F("provider_id"))
+    )
+    return sum(usage_record_node(node=node) is not None for node in unmetered[:200])
+
+
+def _requeue_stuck(*, account: ProviderAccount) -> int:
+    """Nodes a killed worker left mid-step; their tasks are idempotent, so just run them again."""
+    stale = now() - timedelta(seconds=settings.LABGPU_STUCK_AFTER_S)
+    requeued = 0
+    nodes = Node.objects.filter(provider_account=account, updated_at__lt=stale)
+    stuck_creates = nodes.filter(
+        Q(status=NodeStatus.REQUESTED)
+        | Q(status=NodeStatus.CREATING, provider_id="")
+        | Q(status__in=ALIVE_AFTER_CREATE, provider_id="")
+    )
+    for node in stuck_creates:
+        redrive("provision_node", node.pk)
+        requeued += 1
+    for node in nodes.filter(
+        status__in=[NodeStatus.DRAINING, NodeStatus.DESTROYING, NodeStatus.FAILED]
+    ):
+        redrive("teardown_node", node.pk)
+        requeued += 1
+    return requeued
