@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, freeWindow, launch, listPools, me, passwordOf, screenshot, signIn, wallTime } from './support.mjs'
+import {
+  BASE_URL, apiCall, django, freeWindow, launch, listPools, me, passwordOf, screenshot, seriousViolations, signIn, wallTime,
+} from './support.mjs'
 
 /** WCAG contrast ratio of two computed CSS colours (`rgb(…)`/`rgba(…)`, opaque ones). */
 function contrast(a, b) {
@@ -16,6 +18,33 @@ function contrast(a, b) {
   }
   const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x)
   return (hi + 0.05) / (lo + 0.05)
+}
+
+/** An on-demand booking of alice's that the lifecycle (driven here: e2e runs no workers) made ready. */
+async function readyBooking(context, purpose) {
+  const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity > 1)
+  const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
+  const booked = await apiCall(context, 'POST', '/api/v1/bookings/', { pool: pool.id, end: end.toISOString(), purpose })
+  assert.equal(booked.status, 201, JSON.stringify(booked.body))
+  const id = booked.body.id
+  django(`
+from labgpu.bookings.models import Booking
+from labgpu.core.timeutils import now
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.services import booking_start
+booking_start(booking_id=${id})
+Node.objects.filter(booking_id=${id}).update(
+    status="ready", provider_id="e2e-${id}", public_ip="203.0.113.7", passed_at=now(), ready_at=now(),
+    status_changed_at=now())
+Booking.objects.filter(pk=${id}).update(status="ready", status_changed_at=now())
+`)
+  return id
+}
+
+/** The VEVENT of booking `id` in an ICS body, unfolded. */
+function icsEvent(body, id) {
+  const unfolded = body.replace(/\r?\n[ \t]/g, '')
+  return unfolded.split('BEGIN:VEVENT').find((e) => e.includes(`UID:booking-${id}@`))
 }
 
 describe('daily use (issue 14)', () => {
@@ -166,5 +195,55 @@ describe('daily use (issue 14)', () => {
     const members = (await apiCall(carol.context, 'GET', `/api/v1/labs/${labId}/members/`)).body
     const shown = await page.locator('[data-testid=lab-members] tbody tr').count()
     assert.equal(shown, (members.results ?? members).length)
+  })
+  it('bug 11: after End now, Details, the node card and the ICS feed show the actual end', async () => {
+    const alice = await signIn(browser, 'alice')
+    const id = await readyBooking(alice.context, 'e2e end now')
+    const feed = await apiCall(alice.context, 'POST', '/api/v1/feeds/', { kind: 'user', name: `e2e end now ${id}` })
+    assert.equal(feed.status, 201, JSON.stringify(feed.body))
+    cleanup.push(() => apiCall(alice.context, 'DELETE', `/api/v1/feeds/${feed.body.id}/`))
+
+    const page = alice.page
+    await page.goto(`/bookings/${id}`)
+    await page.locator('[data-testid=ssh-command]').waitFor()
+    page.once('dialog', (d) => d.accept())
+    await page.locator('[data-testid=booking-end-early]').click()
+    await page.locator('[data-app-confirm] [data-testid=confirm-ok]').click({ timeout: 2000 }).catch(() => {})
+    await page.locator('[data-testid=booking-status][data-status=ending]').waitFor()
+
+    const ended = (await apiCall(alice.context, 'GET', `/api/v1/bookings/${id}/`)).body
+    assert.ok(ended.ended_at, 'the server recorded when it ended')
+    // As the page formats instants: the profile's zone, the UI language.
+    const endedText = new Intl.DateTimeFormat('en', { timeZone: (await me(alice.context)).timezone, dateStyle: 'medium', timeStyle: 'short' })
+      .format(new Date(ended.ended_at))
+    assert.ok((await page.locator('[data-testid=booking-end]').textContent()).includes(endedText))
+    const endedLine = await page.locator('[data-testid=booking-ended]').textContent()
+    assert.ok(endedLine.includes(`Ended at ${endedText} by alice`), endedLine)
+    // Its node is going away: no SSH command, and no promise of one.
+    const card = page.locator('[data-testid=booking-node]')
+    assert.equal(await card.locator('[data-testid=ssh-command]').count(), 0)
+    assert.doesNotMatch(await card.textContent(), /will appear/)
+
+    // The teardown finishes (the workers' part, done here).
+    django(`
+from labgpu.bookings.models import Booking
+from labgpu.core.timeutils import now
+from labgpu.provisioning.models import Node
+Node.objects.filter(booking_id=${id}).update(status="destroyed", destroyed_at=now(), status_changed_at=now())
+Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=now())
+`)
+    await page.reload()
+    await page.locator('[data-testid=booking-status][data-status=completed]').waitFor()
+    assert.match(await card.textContent(), /destroyed/i)
+    assert.doesNotMatch(await card.textContent(), /will appear/)
+    assert.deepEqual(await seriousViolations(page), [])
+    await screenshot(page, 'booking-ended-early')
+
+    // The calendar feed ends the event when the booking really ended.
+    const ics = await (await fetch(feed.body.url)).text()
+    const event = icsEvent(ics, id)
+    assert.ok(event, `booking ${id} is in the feed`)
+    const stamp = new Date(ended.ended_at).toISOString().replace(/[-:]/g, '')
+    assert.match(event, new RegExp(`DTEND[^:]*:${stamp.slice(0, 15)}Z`))
   })
 })

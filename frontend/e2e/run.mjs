@@ -23,7 +23,9 @@ const specs = readdirSync(here)
   .map((f) => join(here, f))
 // Sessions saved by an earlier run belong to whatever server ran then.
 rmSync(join(process.cwd(), 'test-results', '.auth'), { recursive: true, force: true })
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...specs], {
+// E2E_GREP picks tests by name inside the chosen specs (e.g. E2E_GREP='bug 11').
+const grep = process.env.E2E_GREP ? [`--test-name-pattern=${process.env.E2E_GREP}`] : []
+const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...grep, ...specs], {
   stdio: 'inherit',
 })
 process.exit(result.status ?? 1)

@@ -1,7 +1,9 @@
 // Shared set-up for the end-to-end specs: Debian's Chromium driven by playwright-core against a
 // live LabGPU (Django serving the built SPA, seeded with `manage.py seed_demo`).
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import AxeBuilder from '@axe-core/playwright'
 import { chromium } from 'playwright-core'
@@ -146,4 +148,20 @@ export async function screenshot(page, name) {
 /** Wait until no request is in flight for a moment (pages load their data after navigation). */
 export async function settle(page) {
   await page.waitForLoadState('networkidle')
+}
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+/**
+ * Run Python in the server's Django (same database: run-e2e.sh exports it) and return its stdout.
+ * For what no browser can do in an e2e run without workers: move the lifecycle on (a node becomes
+ * ready, a teardown finishes) or read the outbox of sent mail.
+ */
+export function django(code) {
+  const result = spawnSync(join(REPO, '.venv', 'bin', 'python'), ['manage.py', 'shell', '-c', code], {
+    cwd: join(REPO, 'backend'),
+    encoding: 'utf8',
+  })
+  if (result.status !== 0) throw new Error(`manage.py shell failed: ${result.stderr}`)
+  return result.stdout.trim()
 }

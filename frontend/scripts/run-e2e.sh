@@ -34,6 +34,10 @@ else
   export LABGPU_SQLITE_PATH="$VAR/e2e.sqlite3"
 fi
 export DJANGO_SECRET_KEY="e2e-only-secret" LABGPU_THROTTLE_USER="100000/min" LABGPU_VAR_DIR="$VAR"
+# Mail goes to files the specs read (E2E_MAIL_DIR); links in it point at this server.
+rm -rf "$VAR/mail"
+export DJANGO_EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend" LABGPU_EMAIL_FILE_PATH="$VAR/mail"
+export E2E_MAIL_DIR="$VAR/mail" LABGPU_PUBLIC_URL="http://127.0.0.1:$PORT"
 
 cd "$ROOT/backend"
 "$PY" manage.py migrate --noinput >/dev/null
@@ -43,7 +47,8 @@ cd "$ROOT/backend"
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do
-  curl -fs "http://127.0.0.1:$PORT/api/schema/" >/dev/null && break
+  # /healthz, not the schema: generating the schema can outlast a worker's timeout on a busy machine.
+  curl -fs --max-time 10 "http://127.0.0.1:$PORT/healthz" >/dev/null && break
   sleep 0.2
 done
 

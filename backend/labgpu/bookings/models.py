@@ -1,4 +1,4 @@
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -119,6 +119,17 @@ class Booking(BaseModel):
     def estimated_cost(self) -> Decimal:
         hours = Decimal(self.duration.total_seconds()) / 3600
         return (hours * self.price_per_hour).quantize(Decimal("0.01"))
+
+    @property
+    def actual_end(self) -> datetime:
+        """When the booking really ended: the planned end, or the moment someone ended it early.
+
+        A booking cancelled before it started never ran; its end is its start (a zero-length
+        period rather than an end before the start).
+        """
+        if self.ended_at is None or self.ended_at >= self.end:
+            return self.end
+        return max(self.ended_at, self.start)
 
     @property
     def current_node(self):  # type: ignore[no-untyped-def]

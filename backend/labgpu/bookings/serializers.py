@@ -34,6 +34,9 @@ class BookingSerializer(serializers.ModelSerializer):
     estimated_cost = serializers.DecimalField(max_digits=12, decimal_places=2, read_only=True)
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     ended_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    actual_end = serializers.DateTimeField(
+        read_only=True, help_text="The planned end, or when the booking was ended early."
+    )
     node = BookingNodeSerializer(source="current_node", read_only=True, allow_null=True)
 
     class Meta:
@@ -61,6 +64,7 @@ class BookingSerializer(serializers.ModelSerializer):
             "decision_reason",
             "ended_by",
             "ended_at",
+            "actual_end",
             "failure_reason",
             "actual_cost",
             "node",

@@ -29,7 +29,7 @@ def _busy_uid(booking: Booking) -> str:
 def _event(booking: Booking, *, detailed: bool) -> Event:
     event = Event()
     event.add("dtstart", booking.start)
-    event.add("dtend", booking.end)
+    event.add("dtend", booking.actual_end)  # a booking ended early frees the calendar then
     event.add("dtstamp", booking.updated_at or now())
     event.add("status", STATUS_MAP.get(booking.status, "CONFIRMED"))
     event.add("transp", "OPAQUE")

@@ -983,6 +983,11 @@ export interface components {
             readonly ended_by: string;
             /** Format: date-time */
             readonly ended_at: string | null;
+            /**
+             * Format: date-time
+             * @description The planned end, or when the booking was ended early.
+             */
+            readonly actual_end: string;
             readonly failure_reason: string;
             /** Format: decimal */
             readonly actual_cost: string | null;

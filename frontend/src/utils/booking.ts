@@ -93,3 +93,26 @@ export function statusTimeline(status: BookingStatus, requiresApproval: boolean)
   const before = path.slice(0, Math.max(cut, 0)).map((s) => ({ status: s, state: 'done' as const }))
   return [...before, { status, state: 'failed' }]
 }
+
+/** Node states before the node is usable: its SSH command is still to come. */
+const NODE_COMING = ['requested', 'creating', 'booting', 'checking', 'ready']
+
+/**
+ * What the node card says about SSH access: the command (`ssh`), that it is still to come, or why
+ * there is none any more (the booking ended, the node failed or was destroyed).
+ */
+export function sshState(
+  b: Pick<Booking, 'status'> & { node: Pick<NonNullable<Booking['node']>, 'status' | 'ssh_command'> | null },
+): 'ssh' | 'later' | 'ended' | 'gone' | 'failed' {
+  const node = b.node
+  if (!node) return 'later'
+  if (node.status === 'destroyed') return 'gone'
+  if (node.status === 'failed') return 'failed'
+  if (!['provisioning', 'ready'].includes(b.status) || !NODE_COMING.includes(node.status)) return 'ended'
+  return node.ssh_command ? 'ssh' : 'later'
+}
+
+/** Whether someone ended the booking before its planned end (the API's actual_end is earlier). */
+export function endedEarly(b: Pick<Booking, 'end' | 'actual_end'>): boolean {
+  return Date.parse(b.actual_end) < Date.parse(b.end)
+}

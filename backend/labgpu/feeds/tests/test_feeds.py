@@ -97,6 +97,24 @@ def test_completed_bookings_stay_in_the_feed(alice, vision_lab, pool, client, mo
     assert events_of(fetch(client, f"/api/v1/feeds/{raw}.ics")) == []
 
 
+def test_a_booking_ended_early_ends_in_the_feed_when_it_really_ended(
+    as_alice, alice, vision_lab, pool, client
+):
+    start = now() - timedelta(hours=1)
+    booking = make_booking(alice, vision_lab, pool, start, start + timedelta(hours=4))
+    Booking.objects.filter(pk=booking.pk).update(status="ready")
+    ended = as_alice.post(f"/api/v1/bookings/{booking.pk}/cancel/", {}, format="json")
+    assert ended.status_code == 200, ended.content
+    booking.refresh_from_db()
+    assert booking.status == "ending" and booking.ended_at is not None
+    assert ended.json()["actual_end"] is not None
+    _, raw = feed_create(user=alice, kind="user")
+
+    (event,) = events_of(fetch(client, f"/api/v1/feeds/{raw}.ics"))
+    assert event.decoded("DTEND") == booking.ended_at.replace(microsecond=0)
+    assert event.decoded("DTSTART") == start.replace(microsecond=0)
+
+
 def test_pool_feed_shows_other_labs_only_as_anonymous_busy_blocks(
     as_alice, alice, mallory, vision_lab, other_lab, pool, client, tomorrow
 ):
