@@ -1,14 +1,44 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath, URL } from 'node:url'
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 
-import { defineConfig } from 'vite'
+import { defineConfig, type Plugin } from 'vite'
 import vue from '@vitejs/plugin-vue'
 
 // The Django dev server; `make dev` runs it beside Vite.
 const backend = process.env.LABGPU_BACKEND_URL ?? 'http://127.0.0.1:8000'
 
+/**
+ * Writes `<file>.br` and `<file>.gz` beside every text asset of the build. WhiteNoise serves these
+ * ready-made variants to clients that accept them; it never compresses at request time, and it
+ * does not compress WHITENOISE_ROOT on its own (collectstatic does that only for STATIC_ROOT).
+ */
+function precompress(): Plugin {
+  let outDir = ''
+  return {
+    name: 'labgpu-precompress',
+    apply: 'build',
+    configResolved(config) {
+      outDir = config.build.outDir.startsWith('/') ? config.build.outDir : join(config.root, config.build.outDir)
+    },
+    writeBundle(_options, bundle) {
+      for (const [name, chunk] of Object.entries(bundle)) {
+        if (!/\.(js|css|svg|json|txt)$/.test(name)) continue
+        const body = Buffer.from(chunk.type === 'chunk' ? chunk.code : chunk.source)
+        if (body.length < 1024) continue
+        const br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } })
+        const gz = gzipSync(body, { level: 9 })
+        if (br.length < body.length) writeFileSync(join(outDir, `${name}.br`), br)
+        if (gz.length < body.length) writeFileSync(join(outDir, `${name}.gz`), gz)
+      }
+    },
+  }
+}
+
 export default defineConfig({
   base: '/',
-  plugins: [vue()],
+  plugins: [vue(), precompress()],
   // vue-i18n's bundler build reads these flags; the Composition API alone keeps it small.
   define: {
     __VUE_I18N_FULL_INSTALL__: true,
@@ -30,7 +60,7 @@ export default defineConfig({
   build: {
     outDir: 'dist',
     emptyOutDir: true,
-    // The calendar (svelte runtime inside) and ECharts are large but only ever loaded lazily.
+    // The calendar (svelte runtime inside) is large but only ever loaded lazily.
     chunkSizeWarningLimit: 1200,
   },
 })

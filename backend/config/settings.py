@@ -288,6 +288,11 @@ LABGPU_ALLOW_SELF_APPROVAL = env_bool("LABGPU_ALLOW_SELF_APPROVAL", False)
 # The built SPA: WhiteNoise serves its hashed assets from the site root; index.html comes from
 # labgpu.core.views.spa_index for every client-side route.
 WHITENOISE_ROOT = FRONTEND_DIST if FRONTEND_DIST.exists() else None
+# Vite names every asset `assets/<name>-<8-char hash>.<ext>`: a new build gives a new name, so
+# browsers may keep these for good.
+# https://whitenoise.readthedocs.io/en/stable/django.html#WHITENOISE_IMMUTABLE_FILE_TEST
+# The build writes .br and .gz beside each one (frontend/vite.config.ts), which WhiteNoise serves.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"^/assets/[^/]+-[A-Za-z0-9_-]{8}\.[a-z0-9]+$"
 CSRF_FAILURE_VIEW = "labgpu.api.exceptions.csrf_failure"
 
 # --- Celery -------------------------------------------------------------------------------------

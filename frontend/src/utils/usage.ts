@@ -88,3 +88,23 @@ export function utilisationCells(
   })
   return cells
 }
+
+/** Axis ticks from 0 to a round value at or above `max` (steps of 1, 2 or 5 × 10ⁿ), about four. */
+export function niceTicks(max: number, count = 4): number[] {
+  if (!(max > 0)) return [0, 1]
+  const raw = max / count
+  const magnitude = 10 ** Math.floor(Math.log10(raw))
+  const step = [1, 2, 5, 10].map((m) => m * magnitude).find((s) => s >= raw)!
+  const ticks: number[] = []
+  for (let v = 0; v < max + step; v += step) ticks.push(Math.round(v * 1e6) / 1e6)
+  return ticks
+}
+
+/** Every `k`-th label shown, the rest blank, so at most about `room` labels fit under an axis. */
+export function sparseLabels(labels: string[], room = 8): string[] {
+  const k = Math.max(1, Math.ceil(labels.length / room))
+  return labels.map((l, i) => (i % k === 0 ? l : ''))
+}
+
+/** Colours of chart series, in order; each passes 3:1 against white (WCAG non-text contrast). */
+export const SERIES_COLOURS = ['#0b5cad', '#c2410c', '#1a7f37', '#8250df', '#b42318', '#0e7490', '#9a6700', '#57606a']

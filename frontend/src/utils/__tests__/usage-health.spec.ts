@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 
 import type { UsageRow } from '@/api/types'
 import { parseFindings, parseSmoke } from '../health'
-import { daysBetween, stackByDay, totalsBy, utilisationCells } from '../usage'
+import { daysBetween, niceTicks, sparseLabels, stackByDay, totalsBy, utilisationCells } from '../usage'
 
 const row = (day: string, lab: string, gpu_hours: string, cost: string, pool = 1): UsageRow => ({
   day,
@@ -17,6 +17,16 @@ const row = (day: string, lab: string, gpu_hours: string, cost: string, pool = 1
 
 describe('usage charts', () => {
   const days = daysBetween('2026-11-01', '2026-11-03')
+
+  it('puts round ticks from zero to at least the largest value', () => {
+    expect(niceTicks(18.5)).toEqual([0, 5, 10, 15, 20])
+    expect(niceTicks(5350)).toEqual([0, 2000, 4000, 6000])
+    expect(niceTicks(0)).toEqual([0, 1])
+  })
+
+  it('labels every k-th day so the labels fit', () => {
+    expect(sparseLabels(['a', 'b', 'c', 'd', 'e'], 2)).toEqual(['a', '', '', 'd', ''])
+  })
 
   it('lists every day of the range', () => {
     expect(days).toEqual(['2026-11-01', '2026-11-02', '2026-11-03'])

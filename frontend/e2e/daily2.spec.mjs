@@ -1,0 +1,140 @@
+// More daily-use bugs of issue 14 ([spa-daily]): static assets, the phone, durations, usage,
+// the week view, zh-CN and accessibility. Each test checks what the server sent or what the page
+// shows, never a value the SPA computed about itself.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+
+import { BASE_URL, launch, screenshot, signIn } from './support.mjs'
+
+/** A new context for `username` with nothing cached yet (a first visit, already signed in). */
+async function coldContext(browser, username, options = {}) {
+  const signedIn = await signIn(browser, username)
+  const storageState = await signedIn.context.storageState()
+  await signedIn.context.close()
+  const context = await browser.newContext({ baseURL: BASE_URL, viewport: { width: 1280, height: 900 }, storageState, ...options })
+  return { context, page: await context.newPage() }
+}
+
+/** The hashed scripts and style sheets index.html links to (Vite's `assets/<name>-<hash>.<ext>`). */
+async function hashedAssets(context) {
+  const html = await (await context.request.get(`${BASE_URL}/`)).text()
+  return [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+\.(?:js|css))"/g)].map((m) => m[1])
+}
+
+/** Bytes that crossed the wire for each script of the page (CDP: encoded length, headers included). */
+async function recordTransfers(page) {
+  const cdp = await page.context().newCDPSession(page)
+  await cdp.send('Network.enable')
+  const byId = new Map()
+  const done = []
+  cdp.on('Network.responseReceived', (e) => byId.set(e.requestId, { url: e.response.url, type: e.type, encoding: e.response.headers['content-encoding'] ?? e.response.headers['Content-Encoding'] }))
+  cdp.on('Network.loadingFinished', (e) => {
+    const r = byId.get(e.requestId)
+    if (r) done.push({ ...r, bytes: e.encodedDataLength })
+  })
+  return done
+}
+
+/** Two days of usage of pool 1 by two labs, as the usage API answers with group_by lab/pool + day. */
+function usageRows() {
+  const day = (n) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)
+  return [
+    { lab: 1, lab_name: 'Vision Lab', pool: 1, pool_name: 'Pool', day: day(2), gpu_hours: '12.00', cost: '23.88', seconds: 43200 },
+    { lab: 2, lab_name: 'NLP Lab', pool: 1, pool_name: 'Pool', day: day(1), gpu_hours: '6.50', cost: '12.94', seconds: 23400 },
+  ]
+}
+
+/** Health reports of one instance type with smoke results in three units (as agents send them). */
+function healthReports() {
+  const report = (id, daysAgo, tokens1, tokens128) => ({
+    id, node: id, instance_type: 1, verdict: 'pass', collected_at: new Date(Date.now() - daysAgo * 86_400_000).toISOString(),
+    created_at: new Date().toISOString(), findings: [], facts: {},
+    smoke: [
+      { name: 'llm', status: 'pass', metric: 'tokens_per_s_batch1', value: tokens1, unit: 'tokens/s', baseline: null, reason: null },
+      { name: 'llm', status: 'pass', metric: 'tokens_per_s_batch128', value: tokens128, unit: 'tokens/s', baseline: null, reason: null },
+      { name: 'matmul', status: 'pass', metric: 'bf16_tflops', value: 610, unit: 'TFLOP/s', baseline: null, reason: null },
+      { name: 'membw', status: 'pass', metric: 'copy_gbps', value: 4100, unit: 'GB/s', baseline: null, reason: null },
+    ],
+  })
+  return { baselines: {}, reports: [report(1, 3, 48, 5200), report(2, 1, 51, 5350)] }
+}
+
+/** Whether two client rectangles share any area. */
+const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height
+
+describe('daily use, part 2 (issue 14)', () => {
+  let browser
+  before(async () => {
+    browser = await launch()
+  })
+  after(async () => {
+    await browser?.close()
+  })
+
+  it('bug 16: hashed assets are served compressed (brotli and gzip) and cached as immutable', async () => {
+    const { context } = await signIn(browser, 'alice')
+    const assets = await hashedAssets(context)
+    assert.ok(assets.length > 0, 'index.html links no hashed assets')
+    for (const path of assets) {
+      for (const encoding of ['br', 'gzip']) {
+        const response = await context.request.get(`${BASE_URL}${path}`, { headers: { 'Accept-Encoding': encoding } })
+        assert.equal(response.status(), 200, path)
+        assert.equal(response.headers()['content-encoding'], encoding, `${path} with Accept-Encoding: ${encoding}`)
+        const cache = response.headers()['cache-control'] ?? ''
+        assert.match(cache, /immutable/, `${path}: Cache-Control ${cache}`)
+        assert.ok(Number(/max-age=(\d+)/.exec(cache)?.[1] ?? 0) >= 365 * 86_400, `${path}: Cache-Control ${cache}`)
+      }
+    }
+    // index.html itself is not hashed: it must be revalidated, never cached as immutable.
+    const index = await context.request.get(`${BASE_URL}/`)
+    assert.doesNotMatch(index.headers()['cache-control'] ?? '', /immutable/)
+    await context.close()
+  })
+
+  it('bug 16: the usage page, charts drawn, transfers at most 250 KB of scripts and styles', async () => {
+    const { context, page } = await coldContext(browser, 'carol')
+    // The demo has no metered usage yet: answer the usage rows here so every chart draws.
+    await page.route('**/api/v1/usage/?*', (route) => route.fulfill({ json: usageRows() }))
+    await page.route('**/api/v1/instance-types/*/health/', (route) => route.fulfill({ json: healthReports() }))
+    const transfers = await recordTransfers(page)
+    await page.goto('/usage')
+    for (const chart of ['usage-stacked', 'usage-heatmap', 'usage-throughput']) {
+      await page.locator(`[data-testid=${chart}] figure`).first().waitFor()
+    }
+    await page.waitForLoadState('networkidle')
+    const code = transfers.filter((t) => t.type === 'Script' || t.type === 'Stylesheet')
+    const total = code.reduce((sum, t) => sum + t.bytes, 0)
+    const detail = code.map((t) => `${new URL(t.url).pathname} ${t.bytes} B ${t.encoding ?? 'identity'}`).join('\n')
+    assert.ok(code.length > 0, 'no scripts seen')
+    assert.ok(total <= 250 * 1024, `usage page moved ${total} B of scripts and styles:\n${detail}`)
+    await context.close()
+  })
+
+  it('bug 7: usage keeps batch-1 and batch-128 apart, one axis per unit, dates from "From" in the profile zone', async () => {
+    // carol's profile zone is Europe/Berlin: local midnight is the previous day in UTC.
+    const { context, page } = await signIn(browser, 'carol')
+    await page.route('**/api/v1/usage/?*', (route) => route.fulfill({ json: usageRows() }))
+    await page.route('**/api/v1/instance-types/*/health/', (route) => route.fulfill({ json: healthReports() }))
+    await page.goto('/usage')
+    const from = await page.locator('#usage-from').inputValue()
+
+    const firstLabel = page.locator('[data-testid=usage-stacked] [data-testid=x-label]').first()
+    assert.equal(await firstLabel.textContent(), from.slice(5), 'the x-axis starts at "From"')
+
+    const charts = page.locator('[data-testid=usage-throughput] [data-testid=line-chart]')
+    await charts.first().waitFor()
+    const units = await charts.evaluateAll((els) => els.map((e) => e.dataset.unit).sort())
+    assert.deepEqual(units, ['GB/s', 'TFLOP/s', 'tokens/s'])
+    const tokenLegend = await page.locator('[data-testid=line-chart][data-unit="tokens/s"] .legend li').allTextContents()
+    assert.equal(tokenLegend.length, 2, `batch 1 and batch 128 are separate series: ${tokenLegend}`)
+    assert.ok(tokenLegend.some((l) => l.includes('batch1')) && tokenLegend.some((l) => l.includes('batch128')), tokenLegend.join(', '))
+
+    const legend = await page.locator('[data-testid=heatmap-legend]').boundingBox()
+    for (const header of await page.locator('[data-testid=heatmap] th').all()) {
+      const box = await header.boundingBox()
+      if (box) assert.ok(!overlaps(legend, box), `the heat-map legend overlaps "${await header.textContent()}"`)
+    }
+    await screenshot(page, 'usage-charts')
+    await context.close()
+  })
+})
