@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "labgpu.ops",
     "labgpu.sso",
     "labgpu.directory",
+    "labgpu.invitations",
 ]
 
 MIDDLEWARE = [
@@ -209,6 +210,8 @@ REST_FRAMEWORK = {
         "principal": THROTTLE_USER_RATE,
         "anon": THROTTLE_ANON_RATE,
         "login": THROTTLE_LOGIN_RATE,
+        # Invitations one lab admin may send (labgpu.invitations).
+        "invite": os.environ.get("LABGPU_THROTTLE_INVITE", "30/hour"),
     },
     "EXCEPTION_HANDLER": "labgpu.api.exceptions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -236,6 +239,7 @@ SPECTACULAR_SETTINGS = {
         "QuotaRequestStatusEnum": "labgpu.quotas.models.QuotaRequest.Status",
         "ProviderKindEnum": "labgpu.catalog.models.ProviderAccount.Kind",
         "FeedKindEnum": "labgpu.feeds.models.CalendarFeed.Kind",
+        "InvitationStatusEnum": "labgpu.invitations.models.Invitation.Status",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -351,6 +355,10 @@ CELERY_BEAT_SCHEDULE = {
 # --- Lifecycle ----------------------------------------------------------------------------------
 # The URL agents on the nodes use to reach this API.
 LABGPU_PUBLIC_API_URL = os.environ.get("LABGPU_PUBLIC_API_URL", "http://127.0.0.1:8000")
+# The site's address as people reach it, for links in e-mails (invitations).
+LABGPU_PUBLIC_URL = os.environ.get("LABGPU_PUBLIC_URL") or LABGPU_PUBLIC_API_URL
+# --- Invitations (labgpu.invitations): a link works once, until this many seconds have passed.
+LABGPU_INVITATION_TTL_S = int(os.environ.get("LABGPU_INVITATION_TTL_S", str(7 * 24 * 3600)))
 # Booting nodes are watched with one provider listing per account per interval (not per node).
 LABGPU_POLL_INTERVAL_S = float(os.environ.get("LABGPU_POLL_INTERVAL_S", "10"))
 CELERY_BEAT_SCHEDULE["poll-nodes"] = {

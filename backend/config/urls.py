@@ -21,6 +21,7 @@ api_v1 = [
     path("", include("labgpu.health.urls")),
     path("", include("labgpu.usage.urls")),
     path("", include("labgpu.feeds.urls")),
+    path("", include("labgpu.invitations.urls")),
 ]
 
 urlpatterns = [

@@ -115,7 +115,7 @@ def ssh_key_add(*, user: User, name: str, public_key: str) -> SshKey:
         ) from None
 
 
-def _require_lab_admin(*, actor: User, lab: Lab) -> None:
+def require_lab_admin(*, actor: User, lab: Lab) -> None:
     if actor.is_site_admin:
         return
     if not Membership.objects.filter(user=actor, lab=lab, role=Membership.Role.LAB_ADMIN).exists():
@@ -124,10 +124,13 @@ def _require_lab_admin(*, actor: User, lab: Lab) -> None:
 
 def require_site_admin_to_add(*, actor: User) -> None:
     """Adding someone to a lab shares their bookings and usage with it without their say, so only
-    site admins add directly; lab admins manage the members they have (roles, limits, removal).
-    Invitations the user accepts come with issue 16."""
+    site admins add directly; lab admins invite by e-mail (labgpu.invitations: the person joins
+    by accepting) and manage the members they have (roles, limits, removal)."""
     if not actor.is_site_admin:
-        raise NotPermitted("Only site admins add members to a lab.", code="not_site_admin")
+        raise NotPermitted(
+            "Only site admins add members to a lab directly; invite people by e-mail instead.",
+            code="not_site_admin",
+        )
 
 
 @transaction.atomic
@@ -164,7 +167,7 @@ def membership_add(
 
 @transaction.atomic
 def membership_update(*, actor: User, membership: Membership, **changes: object) -> Membership:
-    _require_lab_admin(actor=actor, lab=membership.lab)
+    require_lab_admin(actor=actor, lab=membership.lab)
     allowed = {"role", "max_hours_per_week", "max_concurrent_bookings"}
     fields = [name for name in changes if name in allowed]
     if (
@@ -187,7 +190,7 @@ def membership_update(*, actor: User, membership: Membership, **changes: object)
 
 @transaction.atomic
 def membership_remove(*, actor: User, membership: Membership) -> None:
-    _require_lab_admin(actor=actor, lab=membership.lab)
+    require_lab_admin(actor=actor, lab=membership.lab)
     if membership.role == Membership.Role.LAB_ADMIN:
         _ensure_another_admin(membership)
     audit_record(

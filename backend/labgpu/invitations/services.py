@@ -1,0 +1,218 @@
+"""Invitations: the way a lab admin brings someone into a lab (issue 16 item 4, issue 11 item 16).
+
+Being in a lab shares a person's bookings and usage with it, so nobody is put in a lab by a lab
+admin alone: the lab admin sends a link, and the person joins by accepting it while signed in
+(any sign-in: local, LDAP, OIDC), or by making a local account from it when local sign-in is on.
+The link is the credential: single-use, expiring, stored only as a hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from labgpu.accounts.models import Lab, Membership, User
+from labgpu.accounts.services import require_lab_admin
+from labgpu.audit.services import audit_record
+from labgpu.core.errors import ApplicationError, Conflict, NotFound
+from labgpu.core.timeutils import now
+from labgpu.invitations import notifications
+from labgpu.invitations.models import Invitation
+
+TOKEN_PREFIX = "lgi_"
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def local_signup_enabled() -> bool:
+    # labgpu.sso's switch for local passwords; an invitation cannot open a door it closed.
+    return bool(getattr(settings, "LABGPU_LOCAL_LOGIN_ENABLED", True))
+
+
+def invitation_link(raw: str) -> str:
+    return f"{settings.LABGPU_PUBLIC_URL.rstrip('/')}/invite/{raw}"
+
+
+@transaction.atomic
+def invitation_create(
+    *, actor: User, lab: Lab, email: str, role: str = Membership.Role.MEMBER
+) -> tuple[Invitation, str]:
+    """Invite `email` to `lab` and mail them the link; returns the invitation and the raw
+    secret, which is never stored. Lab admins of `lab` and site admins only."""
+    require_lab_admin(actor=actor, lab=lab)
+    email = email.strip()
+    # Serialise invitations to one lab: the pending check below is then a real guarantee.
+    Lab.objects.select_for_update().filter(pk=lab.pk).first()
+    if Membership.objects.filter(lab=lab, user__email__iexact=email).exists():
+        raise Conflict(
+            f"Someone with {email} is already in {lab.name}.", code="already_member", field="email"
+        )
+    pending = Invitation.objects.filter(
+        lab=lab,
+        email__iexact=email,
+        accepted_at__isnull=True,
+        revoked_at__isnull=True,
+        expires_at__gt=now(),
+    )
+    if pending.exists():
+        raise Conflict(
+            f"{email} already has a pending invitation; revoke it to send a new one.",
+            code="already_invited",
+            field="email",
+        )
+    prefix = secrets.token_hex(4)
+    raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    invitation = Invitation.objects.create(
+        lab=lab,
+        email=email,
+        role=role,
+        prefix=prefix,
+        token_hash=hash_token(raw),
+        invited_by=actor,
+        expires_at=now() + timedelta(seconds=settings.LABGPU_INVITATION_TTL_S),
+    )
+    audit_record(
+        actor=actor,
+        action="invitation.create",
+        target=invitation,
+        lab=lab,
+        data={"email": email, "role": role, "expires_at": invitation.expires_at.isoformat()},
+    )
+    link = invitation_link(raw)
+    transaction.on_commit(lambda: notifications.invitation_sent(invitation=invitation, link=link))
+    return invitation, raw
+
+
+@transaction.atomic
+def invitation_revoke(*, actor: User, invitation: Invitation) -> None:
+    require_lab_admin(actor=actor, lab=invitation.lab)
+    revoked = Invitation.objects.filter(
+        pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True
+    ).update(revoked_at=now())
+    if not revoked:
+        raise Conflict("This invitation was already used or revoked.", code="invitation_closed")
+    audit_record(
+        actor=actor,
+        action="invitation.revoke",
+        target=invitation,
+        lab=invitation.lab,
+        data={"email": invitation.email},
+    )
+
+
+def invitation_for_token(raw: str) -> Invitation:
+    """The invitation a link names, whatever its state; NotFound for anything else."""
+    invitation = None
+    if raw.startswith(TOKEN_PREFIX):
+        invitation = (
+            Invitation.objects.select_related("lab", "invited_by")
+            .filter(token_hash=hash_token(raw))
+            .first()
+        )
+    if invitation is None:
+        raise NotFound("This invitation link is not valid.", code="invitation_invalid")
+    return invitation
+
+
+def _require_open(invitation: Invitation) -> None:
+    status = invitation.status
+    if status == Invitation.Status.EXPIRED:
+        raise ApplicationError(
+            "This invitation has expired; ask the lab admin for a new one.",
+            code="invitation_expired",
+            status_code=410,
+        )
+    if status != Invitation.Status.PENDING:
+        raise ApplicationError(
+            "This invitation was already used or revoked.",
+            code="invitation_closed",
+            status_code=410,
+        )
+
+
+def _join(*, invitation: Invitation, user: User) -> Membership:
+    """Consume the invitation for `user` and make the membership, in the caller's transaction."""
+    if Membership.objects.filter(user=user, lab=invitation.lab).exists():
+        raise Conflict(f"You are already in {invitation.lab.name}.", code="already_member")
+    moment = now()
+    used = Invitation.objects.filter(
+        pk=invitation.pk,
+        accepted_at__isnull=True,
+        revoked_at__isnull=True,
+        expires_at__gt=moment,
+    ).update(accepted_at=moment, accepted_by=user)
+    if not used:  # someone else used it, or it was revoked, since we read it
+        raise ApplicationError(
+            "This invitation was already used or revoked.",
+            code="invitation_closed",
+            status_code=410,
+        )
+    membership = Membership.objects.create(user=user, lab=invitation.lab, role=invitation.role)
+    audit_record(
+        actor=user,
+        action="invitation.accept",
+        target=invitation,
+        lab=invitation.lab,
+        data={"email": invitation.email, "user": user.username, "role": invitation.role},
+    )
+    return membership
+
+
+@transaction.atomic
+def invitation_accept(*, user: User, raw: str) -> Membership:
+    """`user`, signed in, joins the lab the link invites to. The link is the credential: it went
+    to the invited address, and whoever opens it signed in joins (under their own account)."""
+    invitation = invitation_for_token(raw)
+    _require_open(invitation)
+    return _join(invitation=invitation, user=user)
+
+
+@transaction.atomic
+def invitation_sign_up(*, raw: str, username: str, password: str) -> tuple[User, Membership]:
+    """Make a local account for someone who has none, from their invitation, and join the lab.
+    The account's e-mail is the invited address (the link proves they read its mail)."""
+    if not local_signup_enabled():
+        raise ApplicationError(
+            "Local accounts are off here: sign in with single sign-on, then open the link again.",
+            code="local_login_disabled",
+            status_code=403,
+        )
+    invitation = invitation_for_token(raw)
+    _require_open(invitation)
+    if User.objects.filter(email__iexact=invitation.email).exists():
+        raise Conflict(
+            "An account with this e-mail address exists: sign in to accept.",
+            code="account_exists",
+        )
+    user = User(username=username.strip(), email=invitation.email)
+    try:
+        user.full_clean(exclude=["password"])
+        validate_password(password, user)
+    except ValidationError as error:
+        raise ApplicationError(
+            " ".join(error.messages),
+            code="invalid_signup",
+            extra={"fields": getattr(error, "message_dict", {"password": error.messages})},
+        ) from None
+    user.set_password(password)
+    try:
+        with transaction.atomic():
+            user.save()
+    except IntegrityError:
+        raise Conflict("That username is taken.", code="username_taken", field="username") from None
+    audit_record(
+        actor=user,
+        action="user.sign_up",
+        target=user,
+        lab=invitation.lab,
+        data={"user": user.username, "invitation": invitation.pk},
+    )
+    return user, _join(invitation=invitation, user=user)
