@@ -1,0 +1,98 @@
+// Bytes that cross the wire and time to content per route, from a live LabGPU serving the built
+// SPA (bench/spa_performance.sh starts one), in Debian's Chromium with a cold cache, at full speed
+// and with the CPU slowed 4× (CDP Emulation.setCPUThrottlingRate). Prints JSON; fails when a
+// budget of issue 14 is missed: ≤ 120 KB of compressed JS before the first paint of any route,
+// ≤ 250 KB in total for the usage page, dashboard content ≤ 1 s at 4× slowdown.
+//   E2E_BASE_URL=http://127.0.0.1:8000 node scripts/route-bench.mjs [--runs 3] [--user alice]
+import { parseArgs } from 'node:util'
+
+import { BASE_URL, launch, signIn } from '../e2e/support.mjs'
+
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, user: { type: 'string', default: 'alice' } } })
+const RUNS = Number(values.runs)
+// Each route with the element that means "its content is there" (data drawn, not a spinner).
+const ROUTES = [
+  { path: '/', content: '[data-testid=dashboard-quotas] :is([data-testid=quota-bar], .empty)' },
+  { path: '/calendar', content: '[data-testid=calendar] .ec-body' },
+  { path: '/usage', content: '[data-testid=usage-stacked] :is(figure, .empty)' },
+  { path: '/bookings', content: 'main h1' },
+  { path: '/bookings/new', content: 'main form' },
+  { path: '/quotas', content: 'main h1' },
+  { path: '/profile', content: 'main form' },
+]
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+const browser = await launch()
+const signedIn = await signIn(browser, values.user)
+const storageState = await signedIn.context.storageState()
+await signedIn.context.close()
+
+async function measure(route, rate) {
+  const context = await browser.newContext({ baseURL: BASE_URL, viewport: { width: 1440, height: 900 }, storageState })
+  await context.addInitScript((selector) => {
+    // The moment the content selector first matches, on the page's own clock.
+    new MutationObserver((_, observer) => {
+      if (document.querySelector(selector)) {
+        window.__contentAt = performance.now()
+        observer.disconnect()
+      }
+    }).observe(document, { childList: true, subtree: true })
+  }, route.content)
+  const page = await context.newPage()
+  const cdp = await context.newCDPSession(page)
+  await cdp.send('Network.enable')
+  await cdp.send('Network.setCacheDisabled', { cacheDisabled: true })
+  await cdp.send('Emulation.setCPUThrottlingRate', { rate })
+  const types = new Map()
+  const finished = []
+  cdp.on('Network.responseReceived', (e) => types.set(e.requestId, e.type))
+  cdp.on('Network.loadingFinished', (e) => finished.push({ type: types.get(e.requestId), bytes: e.encodedDataLength, id: e.requestId }))
+  await page.goto(route.path)
+  await page.waitForFunction(() => window.__contentAt !== undefined, null, { timeout: 60_000 })
+  await page.waitForLoadState('networkidle')
+  const timing = await page.evaluate(() => {
+    const fcp = performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? Infinity
+    const js = performance.getEntriesByType('resource').filter((r) => r.initiatorType === 'script' || r.name.endsWith('.js'))
+    return {
+      contentMs: window.__contentAt,
+      fcpMs: fcp,
+      jsBeforePaint: js.filter((r) => r.responseEnd <= fcp).reduce((sum, r) => sum + r.transferSize, 0),
+    }
+  })
+  await context.close()
+  const sum = (pred) => finished.filter(pred).reduce((s, r) => s + r.bytes, 0)
+  return {
+    ...timing,
+    totalBytes: sum(() => true),
+    jsBytes: sum((r) => r.type === 'Script'),
+    codeBytes: sum((r) => r.type === 'Script' || r.type === 'Stylesheet'),
+  }
+}
+
+const results = []
+for (const rate of [1, 4]) {
+  for (const route of ROUTES) {
+    const runs = []
+    for (let i = 0; i < RUNS; i++) runs.push(await measure(route, rate))
+    results.push({
+      route: route.path,
+      cpuSlowdown: rate,
+      contentMs: Math.round(median(runs.map((r) => r.contentMs))),
+      firstPaintMs: Math.round(median(runs.map((r) => r.fcpMs))),
+      jsBeforePaintKB: +(median(runs.map((r) => r.jsBeforePaint)) / 1024).toFixed(1),
+      jsKB: +(median(runs.map((r) => r.jsBytes)) / 1024).toFixed(1),
+      codeKB: +(median(runs.map((r) => r.codeBytes)) / 1024).toFixed(1),
+      totalKB: +(median(runs.map((r) => r.totalBytes)) / 1024).toFixed(1),
+    })
+  }
+}
+await browser.close()
+
+const failures = []
+for (const r of results) {
+  if (r.jsBeforePaintKB > 120) failures.push(`${r.route}: ${r.jsBeforePaintKB} KB of JS before first paint (budget 120)`)
+  if (r.route === '/usage' && r.totalKB > 250) failures.push(`/usage: ${r.totalKB} KB in total (budget 250)`)
+  if (r.route === '/' && r.cpuSlowdown === 4 && r.contentMs > 1000) failures.push(`dashboard content at ${r.contentMs} ms with 4× CPU slowdown (budget 1000)`)
+}
+console.log(JSON.stringify({ runs: RUNS, user: values.user, results, failures }, null, 2))
+if (failures.length) process.exit(1)
