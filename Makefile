@@ -17,6 +17,10 @@ PY := $(CURDIR)/$(VENV)/bin/python
 MANAGE := cd $(BACKEND) && $(PY) manage.py
 MANAGE_AT_EMULATOR = cd $(BACKEND) && EMULATOR_PORT=$(EMULATOR_PORT) $(PY) manage.py
 STAMP := $(VENV)/.installed
+# Without DATABASE_URL, the project's own PostgreSQL (backend/config/embedded_db.py) serves the data
+# from var/pg; `make db` starts it. The demo stamp lives with the data it describes.
+EMBEDDED_DB := cd $(BACKEND) && $(PY) -m config.embedded_db
+SEEDED := $(if $(DATABASE_URL),var/.demo-seeded-pg,var/pg/.demo-seeded)
 HAS_FRONTEND := $(wildcard frontend/package.json)
 
 .PHONY: help
@@ -61,13 +65,23 @@ lock: ## Re-resolve backend/requirements.lock from pyproject.toml files
 	  $(if $(wildcard backend/cli/pyproject.toml),backend/cli/pyproject.toml) \
 	  -o backend/requirements.lock
 
+.PHONY: db
+db: install ## Start the project's own PostgreSQL (var/pg) unless DATABASE_URL names a server
+ifeq ($(DATABASE_URL),)
+	@$(EMBEDDED_DB) start
+endif
+
+.PHONY: db-stop
+db-stop: ## Stop the project's own PostgreSQL (its data stays in var/pg)
+	@if [ -x $(PY) ]; then $(EMBEDDED_DB) stop; fi
+
 .PHONY: migrate
-migrate: install ## Apply database migrations
+migrate: db ## Apply database migrations
 	@mkdir -p var
 	$(MANAGE) migrate --noinput
 
 .PHONY: manage
-manage: install ## Run manage.py: make manage ARGS="seed_demo --json"
+manage: db ## Run manage.py: make manage ARGS="seed_demo --json"
 	@mkdir -p var
 	$(MANAGE) $(ARGS)
 
@@ -81,8 +95,7 @@ endif
 
 .PHONY: run
 run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(PORT) with worker and emulator
-	@test -f var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite) || { \
-	  $(MANAGE_AT_EMULATOR) seed_demo && touch $(CURDIR)/var/.demo-seeded-$(if $(DATABASE_URL),pg,sqlite); }
+	@test -f $(SEEDED) || { $(MANAGE_AT_EMULATOR) seed_demo && touch $(CURDIR)/$(SEEDED); }
 	@# The demo provider follows this start's emulator port, seeded before or not.
 	$(MANAGE_AT_EMULATOR) seed_demo --emulator-only
 	$(MANAGE) collectstatic --noinput --verbosity 0
@@ -111,7 +124,7 @@ dev: migrate ## Django on :8000 plus Vite with hot reload on :5173
 	$(MANAGE) runserver 127.0.0.1:$(PORT) & cd frontend && npm run dev
 
 .PHONY: lint
-lint: install ## ruff, migrations and schema drift
+lint: db ## ruff, migrations and schema drift
 	$(VENV)/bin/ruff check backend agent
 	$(MANAGE) makemigrations --check --dry-run
 	$(MANAGE) spectacular --validate --fail-on-warn --file $(CURDIR)/var/openapi-check.yaml
@@ -123,7 +136,7 @@ schema: install ## Regenerate backend/openapi.yaml from the code
 	$(MANAGE) spectacular --validate --fail-on-warn --file openapi.yaml
 
 .PHONY: test
-test: install ## Install what is needed and run every test (DATABASE_URL=postgres://… for PostgreSQL)
+test: db ## Install what is needed and run every test (on DATABASE_URL's server, else var/pg's)
 	@mkdir -p var
 	$(MAKE) lint
 	cd $(BACKEND) && $(PY) -m pytest -m "not security"
@@ -136,10 +149,9 @@ ifneq ($(HAS_FRONTEND),)
 endif
 
 .PHONY: security
-security: install ## Security regression suite: live gunicorn, production settings, schemathesis (0 5xx)
+security: db ## Security regression suite: live gunicorn, production settings, schemathesis (0 5xx)
 	@mkdir -p var && rm -f var/security-report.txt
-	@[[ "$(DATABASE_URL)" == postgres* && -n "$(REDIS_URL)" ]] || \
-	  echo "make security: production runs PostgreSQL and Redis; set DATABASE_URL and REDIS_URL."
+	@test -n "$(REDIS_URL)" || echo "make security: production runs Redis; set REDIS_URL to test with it."
 	cd $(BACKEND) && LABGPU_SECURITY_REPORT=$(CURDIR)/var/security-report.txt \
 	  $(PY) -m pytest -m security --durations=5
 	@cat var/security-report.txt 2>/dev/null || true
@@ -148,18 +160,18 @@ security: install ## Security regression suite: live gunicorn, production settin
 test-frontend: ## SPA: generated client up to date, ESLint + vue-tsc, Vitest, build, bundle budget
 	cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run check:api \
 	  && npm run lint && npm run test:unit && npm run build && npm run size
-	@if [[ "$(DATABASE_URL)" == postgres* ]]; then $(MAKE) test-e2e; \
-	  else echo "Browser tests run against PostgreSQL: set DATABASE_URL=postgres://… (CI does)."; fi
+	@if [[ -n "$(CI)" || -x "$${E2E_CHROMIUM:-/usr/bin/chromium}" ]]; then $(MAKE) test-e2e; \
+	  else echo "Browser tests skipped: they drive Debian's Chromium (apt-get install chromium)."; fi
 
 .PHONY: test-e2e
-test-e2e: install ## Browser tests in Debian's Chromium against a live backend with demo data
+test-e2e: db ## Browser tests in Debian's Chromium against a live backend with demo data
 	frontend/scripts/run-e2e.sh
 
 .PHONY: screenshots
-screenshots: install ## Refresh docs/screenshots from the browser suite
+screenshots: db ## Refresh docs/screenshots from the browser suite
 	cd frontend && npm run build
 	E2E_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots frontend/scripts/run-e2e.sh
 
 .PHONY: clean
-clean: ## Remove the virtualenv, build output and local data
+clean: db-stop ## Stop the embedded PostgreSQL; remove the virtualenv, build output and local data
 	rm -rf $(VENV) var frontend/dist

@@ -2,6 +2,8 @@
 lab, carol (site admin), mallory (researcher of another lab)."""
 
 import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -25,6 +27,18 @@ WSGIServer.request_queue_size = 128
 # reaches the worker subprocesses; the fixture below sets this process's settings, read earlier.
 PROVIDERS_ON_LOOPBACK = "http://127.0.0.1,http://localhost"
 os.environ.setdefault("LABGPU_PROVIDER_ALLOWED_BASE_URLS", PROVIDERS_ON_LOOPBACK)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Without DATABASE_URL the tests run on the project's own PostgreSQL (var/pg); `make test`
+    # starts it, and so does a bare `pytest` (idempotent when it already runs). In a process of
+    # its own, as `make db` runs it: the wheel's exit hook would log into pytest's closed capture.
+    if not os.environ.get("DATABASE_URL"):
+        subprocess.run(
+            [sys.executable, "-m", "config.embedded_db", "start"],
+            cwd=os.path.dirname(__file__),
+            check=True,
+        )
 
 
 @pytest.fixture(autouse=True)

@@ -37,7 +37,7 @@ import urllib.error
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import psycopg
 
@@ -48,6 +48,12 @@ VENV_BIN = Path(sys.executable).parent
 DB_NAME = "labgpu_bench"
 PROTECTED_DBS = {"postgres", "template0", "template1"}
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def is_local(pg_url: str) -> bool:
+    """A loopback address, or a unix socket folder (the embedded server's: %2F-encoded)."""
+    host = unquote(urlsplit(pg_url).hostname or "")
+    return host in LOOPBACK or host.startswith("/")
 MAX_CLIENTS, MAX_SECONDS = 256, 120
 TARGET_RPS, TARGET_P99_MS = 400, 100
 BACKEND_SOURCE = "working tree"
@@ -125,7 +131,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         or not 1 <= args.days <= 3000
     ):
         p.error("--pools 1..64, --capacity 1..100, --days 1..3000")
-    if urlsplit(args.pg_url).hostname not in LOOPBACK:
+    if not is_local(args.pg_url):
         p.error("--pg-url must point at a loopback PostgreSQL")
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.db) or args.db in PROTECTED_DBS:
         p.error("--db must be a plain lower-case name, not postgres or a template")

@@ -47,7 +47,6 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import booking_storm as storm
 import httpx
@@ -187,7 +186,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for item in args.set:
         if not re.fullmatch(r"LABGPU_[A-Z0-9_]+=.*", item):
             p.error(f"--set takes LABGPU_NAME=VALUE, not {item!r}")
-    if urlsplit(args.pg_url).hostname not in storm.LOOPBACK:
+    if not storm.is_local(args.pg_url):
         p.error("--pg-url must point at a loopback PostgreSQL")
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.db) or args.db in RESERVED_DBS:
         p.error(

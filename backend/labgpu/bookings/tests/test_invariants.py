@@ -289,7 +289,7 @@ def test_I1_database_itself_refuses_two_live_bookings_in_one_slot(
     alice, vision_lab, pool, tomorrow
 ):
     """Bypass the services: PostgreSQL's exclusion constraint must still refuse the overlap."""
-    from django.db import IntegrityError, connection, transaction
+    from django.db import IntegrityError, transaction
 
     def insert(start, status=Booking.Status.SCHEDULED):
         return Booking.objects.create(
@@ -309,9 +309,5 @@ def test_I1_database_itself_refuses_two_live_bookings_in_one_slot(
     insert(tomorrow)
     insert(tomorrow, status=Booking.Status.CANCELLED)  # dead bookings hold nothing
     insert(tomorrow + timedelta(hours=1))  # touching, not overlapping
-    if connection.vendor != "postgresql":
-        # SQLite has no exclusion constraints; writers are serialised by IMMEDIATE transactions.
-        assert connection.settings_dict["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
-        return
     with pytest.raises(IntegrityError), transaction.atomic():
         insert(tomorrow + timedelta(minutes=30))

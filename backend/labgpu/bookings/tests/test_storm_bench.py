@@ -9,30 +9,24 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from django.db import connection
+
+from labgpu.core.testing import database_url
 
 REPO = Path(__file__).resolve().parents[4]
 STORM = REPO / "bench" / "booking_storm.py"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="the storm drives gunicorn on PostgreSQL, the production way",
-    ),
     pytest.mark.skipif(not STORM.exists(), reason="bench/ is not part of this checkout"),
 ]
 
 
 @pytest.mark.skipif(not shutil.which("wrk"), reason="wrk is not installed (apt-get install wrk)")
 def test_a_short_booking_storm_books_and_verifies_capacity():
-    server = urlsplit(os.environ.get("DATABASE_URL", ""))
-    pg_url = urlunsplit((server.scheme, server.netloc, "", "", ""))
     storm = [
-        sys.executable, str(STORM), "--json", "--pg-url", pg_url,
+        sys.executable, str(STORM), "--json", "--pg-url", database_url(database=""),
         "--db", f"labgpu_storm_smoke_{os.getpid()}",
         "--clients", "4", "--seconds", "2", "--warmup", "0", "--workers", "1",
         "--pools", "2", "--capacity", "2", "--days", "2",

@@ -20,11 +20,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 
 import httpx
 import pytest
-from django.db import connection
+
+from labgpu.core.testing import database_url
 
 BACKEND = Path(__file__).resolve().parents[3]
 HOST = "127.0.0.1"
@@ -56,13 +56,7 @@ def procfile_web_command(port: int) -> list[str]:
 
 def database_env() -> dict[str, str]:
     """The test database pytest-django created, as the settings read it from the environment."""
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("postgresql"):
-        auth = quote(db["USER"] or "", safe="")
-        if db.get("PASSWORD"):
-            auth += ":" + quote(db["PASSWORD"], safe="")
-        return {"DATABASE_URL": f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{quote(db['NAME'])}"}
-    return {"LABGPU_SQLITE_PATH": str(db["NAME"])}
+    return {"DATABASE_URL": database_url()}
 
 
 def free_port() -> int:

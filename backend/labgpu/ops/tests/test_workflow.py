@@ -1,4 +1,5 @@
-""".github/workflows/ci.yml mirrors .ci/run: service containers, lint, `make test` on both DBs."""
+""".github/workflows/ci.yml mirrors .ci/run: service containers, lint, `make test` on PostgreSQL,
+then the proof that the embedded default serves."""
 
 from __future__ import annotations
 
@@ -52,17 +53,26 @@ def test_lint_covers_ruff_schema_drift_eslint_and_vue_tsc(workflow):
     assert "eslint" in package and "vue-tsc" in package
 
 
-def test_tests_run_make_test_on_postgresql_then_sqlite_like_ci_run(workflow):
+def test_make_test_runs_once_on_postgresql_then_the_embedded_default_is_proven(workflow):
     steps = workflow["jobs"]["test"]["steps"]
     make_tests = [step for step in steps if "make test" in step.get("run", "")]
-    assert len(make_tests) == 2
-    on_postgres, on_sqlite = make_tests
-    assert on_postgres["env"]["DATABASE_URL"].startswith("postgres://")
-    assert on_postgres["env"]["REDIS_URL"].startswith("redis://")
-    assert "DATABASE_URL" not in on_sqlite.get("env", {})
-    assert "FRONTEND_TESTS=0" in on_sqlite["run"]
-    ci_run = (REPO / ".ci" / "run").read_text()
-    assert "make test" in ci_run and "FRONTEND_TESTS=0" in ci_run
+    assert len(make_tests) == 1
+    assert make_tests[0]["env"]["DATABASE_URL"].startswith("postgres://")
+    assert make_tests[0]["env"]["REDIS_URL"].startswith("redis://")
+    proofs = [step for step in steps if ".ci/prove-embedded.sh" in step.get("run", "")]
+    assert len(proofs) == 1 and "env" not in proofs[0]
+    assert steps.index(make_tests[0]) < steps.index(proofs[0])
+    ci_run = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    runs_make_test = [i for i, line in enumerate(ci_run) if line.startswith("make test")]
+    assert len(runs_make_test) == 1
+    assert runs_make_test[0] < ci_run.index(".ci/prove-embedded.sh")
+
+
+def test_the_embedded_proof_runs_make_run_without_a_database_url_and_waits_for_readyz():
+    proof = (REPO / ".ci" / "prove-embedded.sh").read_text()
+    assert "unset DATABASE_URL REDIS_URL" in proof
+    assert "make run" in proof and "/readyz" in proof and "make db-stop" in proof
+    assert "sqlite" not in (REPO / "Makefile").read_text().lower()
 
 
 def test_browser_tests_use_the_distributions_chromium(workflow):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db import connection
+from labgpu.core.testing import database_url
 
 BACKEND_DIR = Path(__file__).resolve().parents[3]
 VENV_BIN = Path(sys.executable).parent
@@ -96,13 +96,7 @@ def _ping(client: Any) -> bool:
 
 def test_database_env() -> dict[str, str]:
     """Point a subprocess at the test database this test process is using."""
-    db = connection.settings_dict
-    if connection.vendor == "postgresql":
-        user = db.get("USER") or "postgres"
-        host = db.get("HOST") or "127.0.0.1"
-        port = db.get("PORT") or 5432
-        return {"DATABASE_URL": f"postgres://{user}@{host}:{port}/{db['NAME']}"}
-    return {"DATABASE_URL": "", "LABGPU_SQLITE_PATH": str(db["NAME"])}
+    return {"DATABASE_URL": database_url()}
 
 
 @dataclass

@@ -10,10 +10,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from django.db import connection
+
+from labgpu.core.testing import database_url
 
 REPO = Path(__file__).resolve().parents[4]
 STORM = REPO / "bench" / "provision_storm.py"
@@ -21,20 +21,14 @@ BOOKINGS = 3
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="the storm drives gunicorn on PostgreSQL, the production way",
-    ),
     pytest.mark.skipif(not STORM.exists(), reason="bench/ is not part of this checkout"),
     pytest.mark.skipif(not shutil.which("redis-server"), reason="redis-server is not installed"),
 ]
 
 
 def test_a_tiny_provision_storm_readies_and_tears_down_every_booking():
-    server = urlsplit(os.environ.get("DATABASE_URL", ""))
-    pg_url = urlunsplit((server.scheme, server.netloc, "", "", ""))
     storm = [
-        sys.executable, str(STORM), "--json", "--pg-url", pg_url,
+        sys.executable, str(STORM), "--json", "--pg-url", database_url(database=""),
         "--db", f"labgpu_pstorm_smoke_{os.getpid()}",
         "--bookings", str(BOOKINGS), "--window", "1", "--end-window", "1", "--hold", "0",
         "--boot", "2", "--ip-delay", "1", "--web-workers", "1", "--labs", "1",
