@@ -115,7 +115,7 @@ emulator: install ## Run the DigitalOcean emulator alone on 127.0.0.1:$(EMULATOR
 	  --boot-delay $(EMULATOR_BOOT_DELAY)
 
 .PHONY: worker
-worker: install ## Run a Celery worker with the beat schedule
+worker: db ## Run a Celery worker with the beat schedule
 	cd $(BACKEND) && exec $(CURDIR)/$(VENV)/bin/celery -A config worker --beat \
 	  --schedule $(CURDIR)/var/celerybeat-schedule --loglevel INFO --pool threads --concurrency 4
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Proves the default a newcomer gets: with neither DATABASE_URL nor REDIS_URL set, `make run` starts
 # the project's own PostgreSQL (var/pg), migrates, seeds and serves, and /readyz answers 200 within
-# WAIT_S seconds (default 180). Then stops what it started: `make run`'s process group and the
-# embedded server. Exits non-zero otherwise. Free ports, so it runs beside a `make run` of yours.
+# WAIT_S seconds (default 300: a fresh clone also installs and builds the SPA first). Then it stops
+# what it started, `make run`'s process group and the embedded server; non-zero exit otherwise.
+# Free ports, so it runs beside a `make run` of yours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset DATABASE_URL REDIS_URL CELERY_BROKER_URL
-WAIT_S="${WAIT_S:-180}"
+WAIT_S="${WAIT_S:-300}"
 LOG=var/prove-embedded.log
 
 make install >/dev/null

@@ -81,7 +81,7 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
 class IdFilter(django_filters.NumberFilter):
     """An object id in a query string: a whole number the database can hold (bigint), else 400.
 
-    NumberFilter alone takes any decimal (`1e308`, `-4.5e-142`), which SQLite cannot bind."""
+    NumberFilter alone takes any decimal (`1e308`, `-4.5e-142`), which no id column can hold."""
 
     field_class = forms.IntegerField
 

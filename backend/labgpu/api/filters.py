@@ -1,7 +1,7 @@
 """Every FilterSet's numbers are bounded (issue 11 item 7; docs/security.md, "Input limits").
 
 django-filter reads `?instance_type=` or `?capacity=` as a Decimal and hands it to the database:
-`-1e400` or a 23-digit id overflowed the driver's integer (a 500 on SQLite). Here integer fields
+`-1e400` or a 23-digit id overflowed the driver's integer (a 500). Here integer fields
 and foreign keys of generated and explicit FilterSets filter through `IdFilter` (a whole number
 within bigint, else a 400 naming the parameter).
 """

@@ -7,8 +7,8 @@ from labgpu.health.models import HealthReport
 
 
 def finite_json(value: Any) -> Any:
-    """`value` with non-finite numbers as null: a row stored before reports were bounded (SQLite
-    keeps `Infinity`) must still render as JSON. Iterative, so no stored depth can recurse."""
+    """`value` with non-finite numbers as null: a row stored before reports were bounded
+    must still render as JSON. Iterative, so no stored depth can recurse."""
     root: list[Any] = [value]
     stack: list[tuple[Any, Any]] = [(root, 0)]
     while stack:

@@ -150,8 +150,8 @@ def test_a_body_over_the_upload_limit_is_a_400(alice, scopes, settings):
 @pytest.mark.security
 @pytest.mark.parametrize("value", ["-1.7976931348623157e308", "2.9e16", "1e400", "-4.5e-142"])
 def test_booking_filter_ids_beyond_whole_bigint_numbers_are_400(as_alice, value):
-    """Found by `make security` (schemathesis, negative input): `?user=-1.79e308` reached SQLite
-    as an integer it cannot bind, a 500."""
+    """Found by `make security` (schemathesis, negative input): `?user=-1.79e308` reached the
+    database as an integer it cannot bind, a 500."""
     for name in ("user", "lab", "pool"):
         body = assert_shape(as_alice.get("/api/v1/bookings/", {name: value}), 400)
         assert name in body["extra"]["fields"]

@@ -260,7 +260,7 @@ def test_poisoned_rows_written_straight_into_the_db_break_no_read_endpoint(
         store(make_node(pool, vision_lab, alice, tomorrow), pool, smoke)
     last = make_node(pool, vision_lab, alice, tomorrow)
     store(last, pool, [matmul(660.0), matmul(1.7e308)])
-    try:  # PostgreSQL's jsonb and SQLite's JSON_VALID check refuse Infinity/NaN; if one ever
+    try:  # PostgreSQL's jsonb refuses Infinity/NaN; if it ever
         # stored them, the reads below must still answer (rendered as null).
         with transaction.atomic():
             store(last, pool, [matmul(float("inf")), matmul(float("nan"))])

@@ -1,4 +1,4 @@
-"""Several web and worker processes against one PostgreSQL/SQLite and Redis behave as one."""
+"""Several web and worker processes against one PostgreSQL and Redis behave as one."""
 
 import subprocess
 
