@@ -1,6 +1,7 @@
 import csv
 import io
 import re
+from zoneinfo import ZoneInfo
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -76,6 +77,7 @@ class UsageView(APIView):
             start=data["start"],
             end=data["end"],
             group_by=data["group_by"],
+            tz=ZoneInfo(request.user.timezone),
             include_provider_cost=data["include_provider_cost"] and request.user.is_site_admin,
         )
         response = Response(UsageRowSerializer(rows, many=True).data)

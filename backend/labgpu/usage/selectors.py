@@ -2,7 +2,7 @@
 
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 
 from django.db.models import QuerySet
@@ -23,14 +23,16 @@ def usage_visible_to(user: User) -> QuerySet[UsageRecord]:
     return records.filter(lab_id__in=admin_lab_ids_of(user)) | records.filter(user=user)
 
 
-def _days(start: datetime, end: datetime) -> Iterable[tuple[date, datetime, datetime]]:
-    day = start.date()
-    while True:
-        begin = datetime(day.year, day.month, day.day, tzinfo=start.tzinfo)
-        if begin >= end:
-            return
-        yield day, begin, begin + timedelta(days=1)
-        day += timedelta(days=1)
+def _days(start: datetime, end: datetime, tz: tzinfo) -> Iterable[tuple[date, datetime, datetime]]:
+    """The calendar days of `tz` that [start, end) touches, each with its bounds (23 or 25 hours
+    long on a daylight-saving change: each bound is that day's own local midnight)."""
+    day = start.astimezone(tz).date()
+    begin = datetime(day.year, day.month, day.day, tzinfo=tz)
+    while begin < end:
+        following = day + timedelta(days=1)
+        next_begin = datetime(following.year, following.month, following.day, tzinfo=tz)
+        yield day, begin, next_begin
+        day, begin = following, next_begin
 
 
 def usage_aggregate(
@@ -39,8 +41,11 @@ def usage_aggregate(
     start: datetime,
     end: datetime,
     group_by: list[str],
+    tz: tzinfo = UTC,
     include_provider_cost: bool = False,
 ) -> list[dict]:
+    """GPU-hours, cost and seconds of `records` inside [start, end), summed per `group_by`;
+    "day" is a calendar day in `tz` (the API passes the user's profile zone)."""
     totals: dict[tuple, dict] = defaultdict(
         lambda: {"gpu_hours": Decimal(0), "cost": Decimal(0), "seconds": 0}
     )
@@ -48,7 +53,7 @@ def usage_aggregate(
         if not record.charged_to_lab and not include_provider_cost:
             continue
         for day, day_start, day_end in _days(
-            max(start, record.started_at), min(end, record.ended_at)
+            max(start, record.started_at), min(end, record.ended_at), tz
         ):
             seconds = overlap(
                 record.started_at, record.ended_at, day_start, day_end

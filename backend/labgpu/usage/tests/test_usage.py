@@ -57,7 +57,9 @@ def finished(alice, vision_lab, pool):
     return booking
 
 
-def test_usage_splits_across_days_and_skips_provider_cost(as_alice, finished):
+def test_usage_splits_across_days_and_skips_provider_cost(alice, as_alice, finished):
+    alice.timezone = "UTC"
+    alice.save(update_fields=["timezone"])
     response = as_alice.get(
         "/api/v1/usage/",
         {"start": "2030-03-01T00:00:00Z", "end": "2030-03-03T00:00:00Z", "group_by": "day"},
@@ -67,6 +69,24 @@ def test_usage_splits_across_days_and_skips_provider_cost(as_alice, finished):
     assert rows["2030-03-01"]["gpu_hours"] == "2.00"  # 22:00–24:00
     assert rows["2030-03-02"]["gpu_hours"] == "2.00"
     assert rows["2030-03-02"]["cost"] == "4.00"
+
+
+def test_usage_days_are_counted_in_the_profile_time_zone(alice, as_alice, finished):
+    """22:00–02:00 UTC is 06:00–10:00 on one day in Shanghai (alice's zone): one row, that day."""
+    response = as_alice.get(
+        "/api/v1/usage/",
+        {"start": "2030-02-28T16:00:00Z", "end": "2030-03-03T16:00:00Z", "group_by": "day"},
+    )
+    assert response.status_code == 200, response.content
+    assert [(row["day"], row["gpu_hours"]) for row in response.json()] == [("2030-03-02", "4.00")]
+
+    alice.timezone = "America/Los_Angeles"  # 14:00–18:00 on March 1st there
+    alice.save(update_fields=["timezone"])
+    response = as_alice.get(
+        "/api/v1/usage/",
+        {"start": "2030-03-01T08:00:00Z", "end": "2030-03-03T08:00:00Z", "group_by": "day"},
+    )
+    assert [(row["day"], row["gpu_hours"]) for row in response.json()] == [("2030-03-01", "4.00")]
 
 
 def test_usage_by_lab_and_user_with_csv_export(as_bob, as_carol, finished):
