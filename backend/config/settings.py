@@ -143,6 +143,8 @@ LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 TIME_ZONE = "UTC"
 USE_I18N = True
+# Emails are written in the recipient's language (backend/locale holds the zh-Hans catalogue).
+LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_TZ = True
 
 STATIC_URL = "/static/"
@@ -340,7 +342,7 @@ CELERY_BEAT_SCHEDULE = {
 # --- Lifecycle ----------------------------------------------------------------------------------
 # The URL agents on the nodes use to reach this API.
 LABGPU_PUBLIC_API_URL = os.environ.get("LABGPU_PUBLIC_API_URL", "http://127.0.0.1:8000")
-# The site's address as people reach it, for links in e-mails (invitations).
+# The site's address as people reach it, for links in e-mails (invitations, /bookings/<id>).
 LABGPU_PUBLIC_URL = os.environ.get("LABGPU_PUBLIC_URL") or LABGPU_PUBLIC_API_URL
 # --- Invitations (labgpu.invitations): a link works once, until this many seconds have passed.
 LABGPU_INVITATION_TTL_S = int(os.environ.get("LABGPU_INVITATION_TTL_S", str(7 * 24 * 3600)))

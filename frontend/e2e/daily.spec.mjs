@@ -4,7 +4,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
 import {
-  BASE_URL, apiCall, django, freeWindow, launch, listPools, me, passwordOf, screenshot, seriousViolations, signIn, wallTime,
+  BASE_URL, apiCall, django, freeWindow, launch, listPools, me, passwordOf, screenshot, sentMail, seriousViolations, signIn,
+  wallTime,
 } from './support.mjs'
 
 /** WCAG contrast ratio of two computed CSS colours (`rgb(…)`/`rgba(…)`, opaque ones). */
@@ -245,5 +246,38 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     assert.ok(event, `booking ${id} is in the feed`)
     const stamp = new Date(ended.ended_at).toISOString().replace(/[-:]/g, '')
     assert.match(event, new RegExp(`DTEND[^:]*:${stamp.slice(0, 15)}Z`))
+  })
+  it('bug 15: an email names the zone without ambiguity, in the reader’s language, and links to the booking', async () => {
+    const alice = await signIn(browser, 'alice')
+    const profile = await me(alice.context)
+    assert.equal(profile.timezone, 'Asia/Shanghai') // the demo's alice reads Shanghai times, in Chinese
+    const pool = (await listPools(alice.context)).find((p) => p.requires_approval)
+    const window = await freeWindow(alice.context, pool, 120)
+    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
+      pool: pool.id, start: window.start, end: window.end, purpose: 'e2e email',
+    })
+    assert.equal(booked.status, 201, JSON.stringify(booked.body))
+    const id = booked.body.id
+    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+
+    // Her lab admin approves it in the app; the approval email goes out at once.
+    const bob = await signIn(browser, 'bob')
+    await bob.page.goto('/approvals')
+    const row = bob.page.locator(`[data-booking-id="${id}"]`)
+    await row.locator('[data-testid=approve]').click()
+    await row.waitFor({ state: 'detached' })
+    const message = sentMail().filter((m) => m.to.includes(profile.email) && m.subject.includes(`#${id}`)).pop()
+    assert.ok(message, 'alice was emailed about her booking')
+
+    const start = wallTime(window.start, 'Asia/Shanghai').replace('T', ' ')
+    assert.ok(message.body.includes(`${start}（Asia/Shanghai，UTC+08:00）`), message.body)
+    assert.doesNotMatch(message.subject + message.body, /\bCST\b/)
+    assert.match(message.subject, /已获批准/)
+    const link = message.body.match(/https?:\/\/\S+\/bookings\/\d+/)?.[0]
+    assert.equal(link, `${BASE_URL}/bookings/${id}`)
+
+    // The link opens the booking.
+    await alice.page.goto(link)
+    await alice.page.locator('[data-testid=booking-status][data-status=scheduled]').waitFor()
   })
 })

@@ -165,3 +165,26 @@ export function django(code) {
   if (result.status !== 0) throw new Error(`manage.py shell failed: ${result.stderr}`)
   return result.stdout.trim()
 }
+
+/**
+ * Mail the server sent (run-e2e.sh has it written to files in E2E_MAIL_DIR): [{to, subject, body}],
+ * decoded by Python's email package, oldest first.
+ */
+export function sentMail() {
+  const dir = process.env.E2E_MAIL_DIR
+  if (!dir) throw new Error('E2E_MAIL_DIR is not set: run the specs through scripts/run-e2e.sh')
+  const code = `
+import email, email.policy, json, pathlib, sys
+out = []
+files = sorted(pathlib.Path(sys.argv[1]).glob("*"), key=lambda p: p.stat().st_mtime) if pathlib.Path(sys.argv[1]).exists() else []
+for path in files:
+    for raw in path.read_bytes().split(b"\\n" + b"-" * 79 + b"\\n"):
+        if raw.strip():
+            m = email.message_from_bytes(raw, policy=email.policy.default)
+            out.append({"to": m["To"], "subject": m["Subject"], "body": m.get_body(("plain",)).get_content()})
+print(json.dumps(out))
+`
+  const result = spawnSync(join(REPO, '.venv', 'bin', 'python'), ['-c', code, dir], { encoding: 'utf8' })
+  if (result.status !== 0) throw new Error(`reading mail failed: ${result.stderr}`)
+  return JSON.parse(result.stdout)
+}

@@ -1,12 +1,15 @@
 """Emails to people about their bookings (console backend in development).
 
-Sent after the transaction commits, in the recipient's language, with times in their time zone.
+Sent after the transaction commits, in the recipient's language, with times in their time zone
+named unambiguously (the IANA name and the UTC offset: "CST" is China to some readers and the US
+Central zone to others), and with a link to the booking in the web app.
 """
 
 import logging
 import zoneinfo
 from datetime import datetime
 
+from django.conf import settings
 from django.core.mail import send_mail
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -16,9 +19,25 @@ from labgpu.bookings.models import Booking
 logger = logging.getLogger(__name__)
 
 
-def _local(moment: datetime, user) -> str:  # type: ignore[no-untyped-def]
-    tz = zoneinfo.ZoneInfo(user.timezone or "UTC")
-    return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z")
+def local_time(moment: datetime, user) -> str:  # type: ignore[no-untyped-def]
+    """`2026-12-01 15:00 (Asia/Shanghai, UTC+08:00)` in the user's zone (call inside the
+    recipient's language: the wrapping is translated)."""
+    name = user.timezone or "UTC"
+    local = moment.astimezone(zoneinfo.ZoneInfo(name))
+    offset = local.strftime("%z")  # +0800
+    return _("%(time)s (%(zone)s, UTC%(offset)s)") % {
+        "time": local.strftime("%Y-%m-%d %H:%M"),
+        "zone": name,
+        "offset": f"{offset[:3]}:{offset[3:]}",
+    }
+
+
+def booking_url(booking: Booking) -> str:
+    return f"{settings.LABGPU_PUBLIC_URL.rstrip('/')}/bookings/{booking.pk}"
+
+
+def _with_link(body: str, booking: Booking) -> str:
+    return body + "\n\n" + _("Open the booking: %(url)s") % {"url": booking_url(booking)}
 
 
 def _send(user, subject: str, body: str) -> None:  # type: ignore[no-untyped-def]
@@ -44,10 +63,11 @@ def booking_decided(booking: Booking) -> None:
             subject = _("Your booking #%(id)s was rejected") % {"id": booking.pk}
         body = _("%(pool)s, %(start)s – %(end)s. %(reason)s") % {
             "pool": booking.pool.name,
-            "start": _local(booking.start, user),
-            "end": _local(booking.end, user),
+            "start": local_time(booking.start, user),
+            "end": local_time(booking.end, user),
             "reason": booking.decision_reason,
         }
+        body = _with_link(body, booking)
     _send(user, subject, body)
 
 
@@ -60,8 +80,9 @@ def booking_ready(booking: Booking) -> None:
             "It runs until %(end)s."
         ) % {
             "ssh": ssh_command(booking) or "-",
-            "end": _local(booking.end, user),
+            "end": local_time(booking.end, user),
         }
+        body = _with_link(body, booking)
     _send(user, subject, body)
 
 
@@ -70,12 +91,13 @@ def booking_ending_soon(booking: Booking) -> None:
     with translation.override(user.language):
         subject = _("Booking #%(id)s ends at %(end)s") % {
             "id": booking.pk,
-            "end": _local(booking.end, user),
+            "end": local_time(booking.end, user),
         }
         body = _(
             "Save your work: the node is destroyed when the booking ends. "
             "You can extend the booking while capacity and quota allow."
         )
+        body = _with_link(body, booking)
     _send(user, subject, body)
 
 
@@ -87,6 +109,7 @@ def booking_failed(booking: Booking) -> None:
             "We could not give you a healthy node: %(reason)s\n"
             "You are not charged for failed nodes."
         ) % {"reason": booking.failure_reason}
+        body = _with_link(body, booking)
     _send(user, subject, body)
 
 
@@ -113,8 +136,34 @@ def booking_capacity_warning(booking: Booking, *, regions: list[str], recipients
                 "%(regions)s right now. We keep trying from the provisioning time on; if no region "
                 "has capacity shortly after the start, the booking fails and nothing is charged."
             ) % {
-                "start": _local(booking.start, user),
+                "start": local_time(booking.start, user),
                 "size": booking.pool.instance_type.provider_size,
                 "regions": ", ".join(regions),
             }
+            body = _with_link(body, booking)
         _send(user, subject, body)
+
+
+def booking_blackout_clash(booking: Booking, *, blackout) -> None:  # type: ignore[no-untyped-def]
+    """A site admin closed the pool for maintenance over this booking; it stays as it is until
+    someone cancels it, so its owner hears of it at once."""
+    user = booking.user
+    with translation.override(user.language):
+        subject = _("Booking #%(id)s overlaps maintenance of %(pool)s") % {
+            "id": booking.pk,
+            "pool": booking.pool.name,
+        }
+        body = _(
+            "%(pool)s is closed for maintenance from %(start)s to %(end)s: %(reason)s\n"
+            "Your booking runs from %(booking_start)s to %(booking_end)s. A site admin may cancel "
+            "it; you can also cancel it and book another time."
+        ) % {
+            "pool": booking.pool.name,
+            "start": local_time(blackout.start, user),
+            "end": local_time(blackout.end, user),
+            "reason": blackout.reason or "-",
+            "booking_start": local_time(booking.start, user),
+            "booking_end": local_time(booking.end, user),
+        }
+        body = _with_link(body, booking)
+    _send(user, subject, body)

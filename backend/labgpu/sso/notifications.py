@@ -5,7 +5,7 @@ from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, User
 from labgpu.bookings.models import Booking
-from labgpu.bookings.notifications import _local, _send
+from labgpu.bookings.notifications import _send, local_time
 
 
 def bookings_cancelled_on_removal(*, user: User, lab: Lab, bookings: list[Booking]) -> None:
@@ -23,8 +23,8 @@ def bookings_cancelled_on_removal(*, user: User, lab: Lab, bookings: list[Bookin
             "",
         ]
         lines += [
-            f"  #{booking.pk} {booking.pool.name}: {_local(booking.start, user)} – "
-            f"{_local(booking.end, user)}"
+            f"  #{booking.pk} {booking.pool.name}: {local_time(booking.start, user)} – "
+            f"{local_time(booking.end, user)}"
             for booking in bookings
         ]
     _send(user, subject, "\n".join(lines))
