@@ -22,6 +22,7 @@ Bounds: at most 256 clients and 120 seconds. Exit status 0 when the capacity che
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -520,16 +521,44 @@ def print_table(s: dict) -> None:
         print(f"{key:<{width}}  {value}")
 
 
-def export_backend(ref: str, dest: Path) -> Path:
-    """`git archive ref backend` into dest; returns the exported backend/."""
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", ref, "backend"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
-    return dest / "backend"
+def git(*argv: str) -> str:
+    return subprocess.run(
+        ["git", *argv], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def describe_tree() -> str:
+    """The backend this checkout serves: its commit, marked when backend/ has local changes."""
+    dirty = git("status", "--porcelain", "--", "backend")
+    return f"{git('rev-parse', '--short', 'HEAD')}{' + local changes' if dirty else ''}"
+
+
+@contextlib.contextmanager
+def ref_worktree(ref: str):  # type: ignore[no-untyped-def]
+    """A detached `git worktree` of `ref` under the temp directory, removed afterwards; yields
+    (its backend/, a label). It runs with this checkout's .venv and bench scripts."""
+    rev = git("rev-parse", "--short", f"{ref}^{{commit}}")
+    path = Path(tempfile.gettempdir()) / f"labgpu-bench-{rev}"
+    if path.exists():
+        git("worktree", "remove", "--force", str(path))
+    git("worktree", "add", "--detach", str(path), rev)
+    try:
+        yield path / "backend", f"{ref} ({rev})"
+    finally:
+        git("worktree", "remove", "--force", str(path))
+
+
+def run_quiet(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """Run a setup step; its stdout, or its output shown when it fails."""
+    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if out.returncode:
+        sys.exit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return out.stdout
+
+
+def uptime() -> str:
+    """`uptime`: the load on the machine, to read a number beside."""
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -540,15 +569,11 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="booking-storm-"))
     proc = None
     database_url = ""
+    stack = contextlib.ExitStack()
     try:
         if args.ref:
-            BACKEND = export_backend(args.ref, tmp)
-            rev = subprocess.run(
-                ["git", "rev-parse", "--short", args.ref],
-                cwd=REPO, check=True, capture_output=True, text=True,
-            ).stdout.strip()  # fmt: skip
-            BACKEND_SOURCE = f"{args.ref} ({rev})"
-            log(args, f"benchmarking backend/ at {args.ref} (exported to {BACKEND})")
+            BACKEND, BACKEND_SOURCE = stack.enter_context(ref_worktree(args.ref))
+            log(args, f"benchmarking backend/ at {BACKEND_SOURCE} ({BACKEND})")
         log(args, f"creating database {args.db}")
         database_url = recreate_database(args)
         env = server_env(args, database_url)
@@ -630,6 +655,7 @@ def main(argv: list[str] | None = None) -> int:
             stop_gunicorn(proc)
         if database_url and not args.keep_db:
             drop_database(args)
+        stack.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

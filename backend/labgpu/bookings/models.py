@@ -4,10 +4,38 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.validators import MaxValueValidator
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import BigIntegerField, BooleanField, F, Func, Q, Value
+from django.db.models.functions import Cast
 from django.utils.translation import gettext_lazy as _
 
 from labgpu.core.models import BaseModel
+
+
+class Overlaps(Func):
+    """`[start, end)` of a row overlaps `[lo, hi)`, spelled `tstzrange(start, end) && tstzrange(lo,
+    hi)` so that the GiST indexes of migration 0007 answer it with both bounds.
+
+    `start < hi AND end > lo` means the same, but a B-tree bounds only one side of it: a query for
+    one month would read every earlier (or later) row of the pool or lab, and cost more as
+    history grows.
+    """
+
+    output_field = BooleanField()
+    arity = 4
+
+    def __init__(self, start: str, end: str, lo, hi) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(F(start), F(end), Value(lo), Value(hi))
+
+    def as_sql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
+        start, end, lo, hi = (compiler.compile(e) for e in self.get_source_expressions())
+        sql = f"tstzrange({start[0]}, {end[0]}) && tstzrange({lo[0]}, {hi[0]})"
+        return sql, [*start[1], *end[1], *lo[1], *hi[1]]
+
+
+def bigint(value: int) -> Cast:
+    """An id as `bigint`: compared with a literal `int`, a bigint column in a GiST index (btree_gist
+    has no cross-type operators) is only filtered, not searched."""
+    return Cast(Value(value), output_field=BigIntegerField())
 
 
 class Booking(BaseModel):
@@ -40,6 +68,8 @@ class Booking(BaseModel):
     )
     # Statuses whose hours count as consumed rather than committed (the node exists or existed).
     CONSUMING_STATUSES = (Status.ENDING, Status.COMPLETED)
+    # Statuses whose hours count against a quota (the partial index of migration 0007 lists them).
+    QUOTA_STATUSES = (*LIVE_STATUSES, Status.COMPLETED)
 
     lab = models.ForeignKey("accounts.Lab", on_delete=models.PROTECT, related_name="bookings")
     user = models.ForeignKey(

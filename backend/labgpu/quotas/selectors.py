@@ -14,7 +14,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Greatest, Least
 
-from labgpu.bookings.models import Booking
+from labgpu.bookings.models import Booking, Overlaps, bigint
 from labgpu.core.timeutils import hours, month_bounds, overlap
 from labgpu.quotas.models import Quota
 
@@ -54,8 +54,9 @@ def quota_usage(
 ) -> QuotaUsage:
     """Committed (live, not yet consuming) and used (metered or consuming) GPU-hours in `month`.
 
-    Summed in SQL, grouped by status and GPU count, so the cost does not grow with the number of
-    bookings a lab makes in a month; only metered bookings are apportioned in Python.
+    Summed in SQL, grouped by status and GPU count; only metered bookings are apportioned in
+    Python. The rows are found through the GiST index `booking_lab_period` (the month bounds both
+    sides), so the cost does not grow with the lab's history (docs/benchmarks.md).
     """
     month_begin, month_end = month_bounds(month)
     if quota is None:
@@ -63,11 +64,10 @@ def quota_usage(
             lab_id=lab_id, instance_type_id=instance_type_id, month=month
         ).first()
     bookings = Booking.objects.filter(
-        Q(status__in=Booking.LIVE_STATUSES) | Q(status=Booking.Status.COMPLETED),
-        lab_id=lab_id,
+        Overlaps("start", "end", month_begin, month_end),
+        status__in=Booking.QUOTA_STATUSES,
+        lab_id=bigint(lab_id),
         pool__instance_type_id=instance_type_id,
-        start__lt=month_end,
-        end__gt=month_begin,
     ).exclude(pk=exclude_booking_id)
     in_month = ExpressionWrapper(
         Least(F("end"), Value(month_end, output_field=DateTimeField()))

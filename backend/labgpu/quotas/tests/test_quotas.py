@@ -1,12 +1,15 @@
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 
+from labgpu.accounts.tests.factories import LabFactory
 from labgpu.audit.models import AuditEvent
 from labgpu.bookings.models import Booking
+from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.core.timeutils import month_start, now
 from labgpu.quotas.models import Quota
+from labgpu.quotas.selectors import quota_usage
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +109,32 @@ def test_site_admin_sets_a_quota_and_it_is_audited(as_carol, as_bob, vision_lab,
     response = as_carol.post("/api/v1/quotas/", body, format="json")
     assert response.status_code == 201 and response.json()["gpu_hours"] == "42.00"
     assert AuditEvent.objects.filter(action="quota.set").exists()
+
+
+def test_quota_usage_counts_only_the_hours_inside_the_month(vision_lab, alice, pool):
+    """The month is [first, next first): bookings that only touch a bound add nothing, one that
+    spans it adds its hours inside; other labs, other statuses and excluded bookings add nothing."""
+    begin, end = datetime(2030, 3, 1, tzinfo=UTC), datetime(2030, 4, 1, tzinfo=UTC)
+    hour = timedelta(hours=1)
+
+    def book(start, finish, status=Booking.Status.SCHEDULED, lab=vision_lab, slot=0):
+        return BookingFactory(
+            lab=lab, user=alice, pool=pool, start=start, end=finish, status=status, slot=slot
+        )
+
+    book(begin - 2 * hour, begin)  # ends as the month begins
+    book(end, end + 2 * hour)  # starts as the month ends
+    book(begin - hour, begin + 3 * hour, slot=1)  # 3 h inside
+    book(end - 2 * hour, end + 5 * hour, slot=1)  # 2 h inside
+    book(begin + 10 * hour, begin + 14 * hour, status=Booking.Status.CANCELLED)
+    excluded = book(begin + 20 * hour, begin + 21 * hour)
+    other = book(begin + 30 * hour, begin + 31 * hour)
+    Booking.objects.filter(pk=other.pk).update(lab=LabFactory(slug="elsewhere"))
+    usage = quota_usage(
+        lab_id=vision_lab.pk,
+        instance_type_id=pool.instance_type_id,
+        month=date(2030, 3, 1),
+        exclude_booking_id=excluded.pk,
+    )
+    assert usage.committed == Decimal("5.00")
+    assert usage.used == Decimal("0.00")
