@@ -20,6 +20,14 @@ export const routes: RouteRecordRaw[] = [
     meta: { public: true, title: 'nav.login' },
   },
   {
+    // An invitation link: anyone may open it; accepting needs a session (the page says how).
+    path: '/invite/:token',
+    name: 'invitation',
+    component: () => import('@/views/invitations/InvitationAcceptView.vue'),
+    props: (route) => ({ token: String(route.params.token) }),
+    meta: { public: true, title: 'invitations.acceptTitle' },
+  },
+  {
     path: '/',
     name: 'dashboard',
     component: () => import('@/views/DashboardView.vue'),

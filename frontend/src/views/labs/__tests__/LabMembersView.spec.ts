@@ -22,6 +22,12 @@ const api = vi.hoisted(() => ({
   removeMember: vi.fn(),
 }))
 vi.mock('@/api/labs', () => api)
+const invitations = vi.hoisted(() => ({
+  listInvitations: vi.fn(),
+  createInvitation: vi.fn(),
+  revokeInvitation: vi.fn(),
+}))
+vi.mock('@/api/invitations', () => invitations)
 
 const { default: LabMembersView } = await import('../LabMembersView.vue')
 
@@ -34,19 +40,22 @@ async function mountView(me: Me, locale: 'en' | 'zh-CN' = 'en') {
 describe('LabMembersView', () => {
   beforeEach(() => {
     api.listMembers.mockResolvedValue([member])
+    invitations.listInvitations.mockResolvedValue([])
     api.listLabs.mockResolvedValue([{ ...vision, my_role: null, created_at: '2026-01-01T00:00:00Z' }])
   })
   afterEach(() => {
     vi.clearAllMocks()
+    vi.unstubAllGlobals()
   })
 
-  it('offers a lab admin no add-member form, which the server would refuse, and says who adds', async () => {
+  it('offers a lab admin no add-member form, which the server would refuse, but invitations', async () => {
     const wrapper = await mountView(bob)
     expect(wrapper.find('[data-testid=member-add]').exists()).toBe(false)
     expect(wrapper.find('#member-username').exists()).toBe(false)
     expect(wrapper.get('[data-testid=member-add-help]').text()).toBe(
-      'New members are added by a site admin; ask one to add them to your lab.',
+      'Invite new members by e-mail below; they join when they accept. Site admins can also add people directly.',
     )
+    expect(wrapper.find('[data-testid=invite-form]').exists()).toBe(true)
     // The members they have stay editable.
     expect(wrapper.findAll('[data-testid=lab-members] tbody tr')).toHaveLength(1)
     expect(wrapper.text()).toContain('Remove')
@@ -55,7 +64,7 @@ describe('LabMembersView', () => {
   it('says the same in Chinese', async () => {
     const wrapper = await mountView(bob, 'zh-CN')
     expect(wrapper.get('[data-testid=member-add-help]').text()).toBe(
-      '新成员由站点管理员添加；请联系站点管理员将其加入课题组。',
+      '请在下方通过电子邮件邀请新成员；对方接受后即加入。站点管理员也可直接添加。',
     )
   })
 
@@ -89,5 +98,33 @@ describe('LabMembersView', () => {
     expect(api.listMembers).toHaveBeenCalledWith(1)
     expect(wrapper.findAll('[data-testid=lab-members] tbody tr')).toHaveLength(1)
     expect(wrapper.find('[data-testid=member-add]').exists()).toBe(true)
+  })
+
+  it('lets a lab admin invite by e-mail, shows the link once and lists the invitation to revoke', async () => {
+    const pending = {
+      id: 7,
+      email: 'erin@uni.example',
+      role: 'member',
+      status: 'pending',
+      invited_by: { id: 4, username: 'bob', first_name: '', last_name: '' },
+      expires_at: '2026-12-07T10:00:00Z',
+      accepted_at: null,
+      revoked_at: null,
+      created_at: '2026-11-30T10:00:00Z',
+    }
+    invitations.createInvitation.mockResolvedValue({ ...pending, link: 'https://x/invite/lgi_1_abc' })
+    const wrapper = await mountView(bob)
+    invitations.listInvitations.mockResolvedValue([pending])
+    await wrapper.get('#invite-email').setValue(' erin@uni.example ')
+    await wrapper.get('[data-testid=invite-form]').trigger('submit')
+    await flushPromises()
+    expect(invitations.createInvitation).toHaveBeenCalledWith(1, { email: 'erin@uni.example', role: 'member' })
+    expect(wrapper.get('[data-testid=invite-link]').text()).toContain('https://x/invite/lgi_1_abc')
+    expect(wrapper.get('[data-testid=invitations-table]').text()).toContain('erin@uni.example')
+    vi.stubGlobal('confirm', () => true)
+    invitations.revokeInvitation.mockResolvedValue(undefined)
+    await wrapper.get('[aria-label="Revoke the invitation for erin@uni.example"]').trigger('click')
+    await flushPromises()
+    expect(invitations.revokeInvitation).toHaveBeenCalledWith(1, 7)
   })
 })
