@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "labgpu.usage",
     "labgpu.feeds",
     "labgpu.ops",
+    "labgpu.demo",
     "labgpu.sso",
     "labgpu.directory",
     "labgpu.invitations",

@@ -2,6 +2,7 @@ from rest_framework import serializers
 
 from labgpu.api.fields import AwareDateTimeField
 from labgpu.catalog.models import Blackout, InstanceType, NodePool, ProviderAccount
+from labgpu.health.selectors import instance_type_baselines
 
 
 class ProviderAccountSerializer(serializers.ModelSerializer):
@@ -48,8 +49,6 @@ class InstanceTypeSerializer(serializers.ModelSerializer):
         ]
 
     def get_baselines(self, instance_type: InstanceType) -> dict[str, dict]:
-        from labgpu.health.selectors import instance_type_baselines
-
         return instance_type_baselines(instance_type)
 
 

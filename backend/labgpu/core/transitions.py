@@ -6,6 +6,7 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from labgpu.audit.models import AuditEvent
 from labgpu.core.timeutils import now
 
 
@@ -30,8 +31,6 @@ def transition(
         rows = rows.filter(condition)
     moved = rows.update(status=to_status, status_changed_at=moment, updated_at=moment, **fields)
     if moved:
-        from labgpu.audit.models import AuditEvent
-
         AuditEvent.objects.create(
             action=f"{model._meta.model_name}.status.{to_status}",
             target_type=model._meta.label_lower,

@@ -3,8 +3,8 @@
 - Gauges of bookings by status and nodes by state, counted by a beat task every 30 s into the
   cache; a scrape reads that snapshot and never queries the database.
 - Counters and a histogram updated where the work happens: provider HTTP requests and errors
-  (`InstrumentedTransport`, an httpx transport for the provider driver) and Celery task
-  latencies (`labgpu.ops.signals`).
+  (`InstrumentedTransport` in labgpu.providers.metrics, an httpx transport for the provider
+  driver) and Celery task latencies (`labgpu.ops.signals`).
 
 Web and worker processes are separate, so counters written by workers only reach `/metrics` in
 prometheus-client's multiprocess mode: set PROMETHEUS_MULTIPROC_DIR to a directory every process
@@ -15,15 +15,12 @@ process keeps its own counters, which is what tests and `make run` use.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Iterator
 
-import httpx
 from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
-    Counter,
     Histogram,
     generate_latest,
     multiprocess,
@@ -31,78 +28,16 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-PROVIDER_REQUESTS = Counter(
-    "labgpu_provider_requests",
-    "HTTP requests sent to the cloud provider API, by method, route and status code "
-    "(status 'error': no response, e.g. a timeout).",
-    ["method", "route", "status"],
-)
-PROVIDER_ERRORS = Counter(
-    "labgpu_provider_errors",
-    "Provider requests that failed: kind is http_4xx, http_429, http_5xx or the transport "
-    "error's class name.",
-    ["method", "route", "kind"],
-)
-PROVIDER_LATENCY = Histogram(
-    "labgpu_provider_request_duration_seconds",
-    "Provider API request latency.",
-    ["method", "route"],
-)
+from labgpu.bookings.models import Booking
+from labgpu.providers import metrics as provider_metrics  # noqa: F401  (its counters, on /metrics)
+from labgpu.provisioning.models import Node
+
 TASK_LATENCY = Histogram(
     "labgpu_task_duration_seconds",
     "Celery task run time, from task_prerun to task_postrun, by task and final state.",
     ["task", "state"],
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, float("inf")),
 )
-
-_ID = re.compile(r"/\d+(?=/|$)")
-
-
-def route_of(path: str) -> str:
-    """`/v2/droplets/123` → `/v2/droplets/{id}`: bounded label cardinality."""
-    return _ID.sub("/{id}", path) or "/"
-
-
-class InstrumentedTransport(httpx.BaseTransport):
-    """Counts and times every request the provider driver sends, retries included.
-
-    Usage: `DigitalOceanDriver(..., transport=InstrumentedTransport())`. It wraps the default
-    transport, so the client behaves exactly as without it. It never looks at headers: the bearer
-    token cannot end up in a label.
-    """
-
-    def __init__(self, inner: httpx.BaseTransport | None = None) -> None:
-        self._inner = inner or httpx.HTTPTransport()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        method, route = request.method, route_of(request.url.path)
-        started = time.perf_counter()
-        try:
-            response = self._inner.handle_request(request)
-        except httpx.TransportError as exc:
-            PROVIDER_REQUESTS.labels(method, route, "error").inc()
-            PROVIDER_ERRORS.labels(method, route, type(exc).__name__).inc()
-            raise
-        finally:
-            PROVIDER_LATENCY.labels(method, route).observe(time.perf_counter() - started)
-        status = response.status_code
-        PROVIDER_REQUESTS.labels(method, route, str(status)).inc()
-        if status == 429:
-            PROVIDER_ERRORS.labels(method, route, "http_429").inc()
-        elif status >= 500:
-            PROVIDER_ERRORS.labels(method, route, "http_5xx").inc()
-        elif status >= 400 and status != 404:
-            # 404 is an answer (gone = destroyed), not a failure.
-            PROVIDER_ERRORS.labels(method, route, "http_4xx").inc()
-        return response
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-def provider_transport() -> InstrumentedTransport:
-    return InstrumentedTransport()
-
 
 STATE_GAUGES_KEY = "metrics:state-gauges"
 
@@ -113,9 +48,6 @@ def state_gauges_refresh() -> dict:
     never touches the database however often Prometheus, or anyone else, asks."""
     from django.core.cache import cache
     from django.db.models import Count
-
-    from labgpu.bookings.models import Booking
-    from labgpu.provisioning.models import Node
 
     snapshot: dict = {"at": time.time()}
     for name, model in (("bookings", Booking), ("nodes", Node)):

@@ -1,8 +1,8 @@
 from django.conf import settings
 
 from labgpu.catalog.models import ProviderAccount
-from labgpu.ops.metrics import provider_transport
 from labgpu.providers import ProviderDriver, driver_from_settings
+from labgpu.providers.metrics import provider_transport
 
 
 def driver_for(account: ProviderAccount) -> ProviderDriver:

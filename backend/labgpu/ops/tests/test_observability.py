@@ -18,8 +18,8 @@ from conftest import client_for
 from labgpu.bookings.models import Booking
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.ops.logging import ContextFilter, JsonFormatter
-from labgpu.ops.metrics import InstrumentedTransport, route_of
 from labgpu.ops.tasks import refresh_state_gauges
+from labgpu.providers.metrics import InstrumentedTransport, route_of
 from labgpu.provisioning.models import Node
 
 

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -41,6 +41,8 @@ from labgpu.provisioning.drivers import driver_for
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services.agent import node_ready_if_usable
 from labgpu.provisioning.tokens import bootstrap_token_for, hash_secret
+from labgpu.usage.models import UsageRecord
+from labgpu.usage.services import booking_meter, usage_record_droplet
 
 logger = logging.getLogger(__name__)
 BookingStatus = Booking.Status
@@ -293,18 +295,47 @@ def node_record_droplet(node_id: int, droplet: Droplet, *, statuses: list[str]) 
 
 def node_destroy_stray(*, node: Node, droplet: Droplet) -> None:
     """Destroy a droplet that is not the node's recorded one, and bill it to us, not the lab."""
-    from labgpu.usage.services import usage_record_droplet
-
     with driver_for(node.provider_account) as driver:
         driver.destroy(droplet.id)
-    usage_record_droplet(
-        node=node,
+    _meter_droplet(
+        node,
         droplet_id=str(droplet.id),
         started_at=droplet.created_at or now(),
         ended_at=now(),
         charged=False,
     )
     logger.warning("node %s: destroyed stray droplet %s", node.pk, droplet.id)
+
+
+def node_meter(*, node: Node) -> UsageRecord | None:
+    """Meter a destroyed node's droplet: from its creation at the provider to confirmed destroy.
+
+    The lab pays only for a node it was handed healthy (ready, never failed); everything else is
+    still recorded, at our cost, so the ledger has every droplet (I-8).
+    """
+    if not node.provider_id or node.provider_created_at is None or node.destroyed_at is None:
+        return None  # no droplet was ever made: nothing was billed
+    return _meter_droplet(
+        node,
+        droplet_id=node.provider_id,
+        started_at=node.provider_created_at,
+        ended_at=node.destroyed_at,
+        charged=node.ready_at is not None and node.failed_at is None,
+    )
+
+
+def _meter_droplet(
+    node: Node, *, droplet_id: str, started_at: datetime, ended_at: datetime, charged: bool
+) -> UsageRecord:
+    return usage_record_droplet(
+        booking=node.booking,
+        node_id=node.pk,
+        provider_account_id=node.provider_account_id,
+        droplet_id=droplet_id,
+        started_at=started_at,
+        ended_at=ended_at,
+        charged=charged,
+    )
 
 
 def _droplet_spec(node: Node) -> DropletSpec:
@@ -484,10 +515,8 @@ def _node_teardown(*, node_id: int) -> None:
             to_status=NodeStatus.DESTROYED,
             destroyed_at=now(),
         ):
-            from labgpu.usage.services import usage_record_node
-
             node.refresh_from_db()
-            usage_record_node(node=node)
+            node_meter(node=node)
             audit_record(actor=None, action="node.destroyed", target=node)
     crash_point("teardown.after_destroyed")
     booking_complete_if_done(booking_id=node.booking_id)
@@ -571,8 +600,6 @@ def booking_complete_if_done(*, booking_id: int) -> None:
         booking = Booking.objects.select_for_update().get(pk=booking_id)
         if booking.nodes.exclude(status=NodeStatus.DESTROYED).exists():
             return
-        from labgpu.usage.services import booking_meter
-
         if booking.status == BookingStatus.ENDING:
             crash_point("complete.before_meter")
             booking_meter(booking=booking)

@@ -22,6 +22,7 @@ from labgpu.provisioning.services.nodes import (
     ALIVE_AFTER_CREATE,
     node_destroy_stray,
     node_fail,
+    node_meter,
     node_record_droplet,
 )
 
@@ -111,14 +112,12 @@ def reconcile(*, account_id: int) -> dict[str, int]:
 
 def _meter_unmetered(*, account: ProviderAccount) -> int:
     """The ledger's backstop: every destroyed droplet of ours has its usage record (I-8)."""
-    from labgpu.usage.services import usage_record_node
-
     unmetered = (
         Node.objects.filter(provider_account=account, status=NodeStatus.DESTROYED)
         .exclude(provider_id="")
         .exclude(usage_records__droplet_id=models.F("provider_id"))
     )
-    return sum(usage_record_node(node=node) is not None for node in unmetered[:200])
+    return sum(node_meter(node=node) is not None for node in unmetered[:200])
 
 
 def _requeue_stuck(*, account: ProviderAccount) -> int:

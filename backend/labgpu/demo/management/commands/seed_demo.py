@@ -40,8 +40,8 @@ PEOPLE = [
 ]
 LABS = {"vision": "Vision Lab", "language": "Language Lab"}
 
-# Facts from DESIGN §5 and §7. Prices are DigitalOcean list prices per droplet-hour at the time of
-# writing; site admins should copy the live `price_hourly` from GET /v2/sizes.
+# GPU facts from docs/gpu-facts.md. Prices are DigitalOcean list prices per droplet-hour at the
+# time of writing; site admins should copy the live `price_hourly` from GET /v2/sizes.
 INSTANCE_TYPES: list[dict[str, Any]] = [
     dict(
         slug="mi300x-1",
