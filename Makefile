@@ -124,8 +124,9 @@ dev: migrate ## Django on :8000 plus Vite with hot reload on :5173
 	$(MANAGE) runserver 127.0.0.1:$(PORT) & cd frontend && npm run dev
 
 .PHONY: lint
-lint: db ## ruff, migrations and schema drift
+lint: db ## ruff, import contracts (docs/architecture.md), migrations and schema drift
 	$(VENV)/bin/ruff check backend agent
+	cd $(BACKEND) && $(CURDIR)/$(VENV)/bin/lint-imports
 	$(MANAGE) makemigrations --check --dry-run
 	$(MANAGE) spectacular --validate --fail-on-warn --file $(CURDIR)/var/openapi-check.yaml
 	diff -u backend/openapi.yaml $(CURDIR)/var/openapi-check.yaml || \
