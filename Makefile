@@ -19,7 +19,8 @@ MANAGE_AT_EMULATOR = cd $(BACKEND) && EMULATOR_PORT=$(EMULATOR_PORT) $(PY) manag
 STAMP := $(VENV)/.installed
 # Without DATABASE_URL, the project's own PostgreSQL (backend/config/embedded_db.py) serves the data
 # from var/pg; `make db` starts it. The demo stamp lives with the data it describes.
-EMBEDDED_DB := cd $(BACKEND) && $(PY) -m config.embedded_db
+# Run by path, not `-m config.…`: the config package imports Celery, seconds on a busy machine.
+EMBEDDED_DB := $(PY) $(BACKEND)/config/embedded_db.py
 SEEDED := $(if $(DATABASE_URL),var/.demo-seeded-pg,var/pg/.demo-seeded)
 HAS_FRONTEND := $(wildcard frontend/package.json)
 

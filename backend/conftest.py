@@ -34,11 +34,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # starts it, and so does a bare `pytest` (idempotent when it already runs). In a process of
     # its own, as `make db` runs it: the wheel's exit hook would log into pytest's closed capture.
     if not os.environ.get("DATABASE_URL"):
-        subprocess.run(
-            [sys.executable, "-m", "config.embedded_db", "start"],
-            cwd=os.path.dirname(__file__),
-            check=True,
-        )
+        embedded_db = os.path.join(os.path.dirname(__file__), "config", "embedded_db.py")
+        subprocess.run([sys.executable, embedded_db, "start"], check=True)  # noqa: S603
 
 
 @pytest.fixture(autouse=True)

