@@ -113,7 +113,37 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+# --- Sign-in: local passwords and OpenID Connect (labgpu.sso; docs/operations.md "Single sign-on")
+# Local accounts' passwords; turn off once everyone signs in through SSO (API, SPA and /admin/).
+LABGPU_LOCAL_LOGIN_ENABLED = env_bool("LABGPU_LOCAL_LOGIN_ENABLED", True)
+# OIDC is on when an issuer and a client id are set; endpoints come from the issuer's discovery
+# document. mozilla-django-oidc settings: https://mozilla-django-oidc.readthedocs.io/en/stable/settings.html
+LABGPU_OIDC_ISSUER = os.environ.get("LABGPU_OIDC_ISSUER", "").strip()
+OIDC_RP_CLIENT_ID = os.environ.get("LABGPU_OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("LABGPU_OIDC_CLIENT_SECRET", "")
+LABGPU_OIDC_ENABLED = bool(LABGPU_OIDC_ISSUER and OIDC_RP_CLIENT_ID)
+# The SSO button's label on the login page ("Sign in with …").
+LABGPU_OIDC_NAME = os.environ.get("LABGPU_OIDC_NAME", "single sign-on")
+OIDC_RP_SCOPES = os.environ.get("LABGPU_OIDC_SCOPES", "openid email profile")
+OIDC_RP_SIGN_ALGO = os.environ.get("LABGPU_OIDC_SIGN_ALGO", "RS256")
+LABGPU_OIDC_USERNAME_CLAIM = os.environ.get("LABGPU_OIDC_USERNAME_CLAIM", "preferred_username")
+LABGPU_OIDC_EMAIL_CLAIM = os.environ.get("LABGPU_OIDC_EMAIL_CLAIM", "email")
+# Empty: memberships are not synchronised from OIDC (GroupMapping, labgpu.sso.services).
+LABGPU_OIDC_GROUPS_CLAIM = os.environ.get("LABGPU_OIDC_GROUPS_CLAIM", "")
+LABGPU_OIDC_POST_LOGOUT_PATH = "/login"
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True
+OIDC_VERIFY_SSL = env_bool("LABGPU_OIDC_VERIFY_SSL", True)
+OIDC_TIMEOUT = float(os.environ.get("LABGPU_OIDC_TIMEOUT_S", "10"))
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL_FAILURE = "/login?sso_error=1"
+AUTHENTICATION_BACKENDS = [
+    "labgpu.accounts.backends.LocalPasswordBackend",
+    "labgpu.sso.oidc.OidcBackend",
+]
+# --- end of sign-in (OIDC) ----------------------------------------------------------------------
 
 # --- LDAP / Active Directory sign-in (config/ldap.py; docs/operations.md "LDAP and Active
 # Directory"). Off unless LABGPU_LDAP_SERVER_URI is set; then tried before local passwords.
@@ -228,6 +258,7 @@ SPECTACULAR_SETTINGS = {
         "ProviderKindEnum": "labgpu.catalog.models.ProviderAccount.Kind",
         "FeedKindEnum": "labgpu.feeds.models.CalendarFeed.Kind",
         "InvitationStatusEnum": "labgpu.invitations.models.Invitation.Status",
+        "GroupMappingRoleEnum": "labgpu.sso.models.GroupMapping.Role",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

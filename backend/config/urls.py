@@ -22,6 +22,7 @@ api_v1 = [
     path("", include("labgpu.usage.urls")),
     path("", include("labgpu.feeds.urls")),
     path("", include("labgpu.invitations.urls")),
+    path("", include("labgpu.sso.urls")),
 ]
 
 urlpatterns = [
@@ -42,8 +43,10 @@ urlpatterns = [
     # /healthz, /readyz, /metrics (outside /api/, not in the schema).
     path("", include("labgpu.ops.urls")),
     path("admin/", admin.site.urls),
+    # OpenID Connect: the browser's way to the provider and back (labgpu.sso.oidc).
+    path("oidc/", include("labgpu.sso.browser_urls")),
     # Everything else is the single-page app; its router handles the path.
-    re_path(r"^(?!api/|admin/|static/).*$", spa_index, name="spa"),
+    re_path(r"^(?!api/|admin/|static/|oidc/).*$", spa_index, name="spa"),
 ]
 
 handler400 = "labgpu.api.exceptions.handler400"

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labgpu.accounts import selectors, services
+from labgpu.accounts.backends import password_login_enabled
 from labgpu.accounts.login_limits import login_with_limits
 from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey
 from labgpu.accounts.serializers import (
@@ -23,6 +24,7 @@ from labgpu.accounts.serializers import (
     MeSerializer,
     SshKeySerializer,
 )
+from labgpu.accounts.sessions import LOGOUT_REDIRECT_SESSION_KEY
 from labgpu.core.errors import NotPermitted
 
 
@@ -48,6 +50,11 @@ class LoginView(APIView):
 
     @extend_schema(request=LoginSerializer, responses=MeSerializer)
     def post(self, request: Request) -> Response:
+        if not password_login_enabled():
+            raise NotPermitted(
+                "Password sign-in is turned off here: sign in with single sign-on.",
+                code="password_login_disabled",
+            )
         data = LoginSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         user = login_with_limits(request=request._request, **data.validated_data)
@@ -56,10 +63,19 @@ class LoginView(APIView):
 
 
 class LogoutView(APIView):
-    @extend_schema(request=None, responses={204: None})
+    """Ends the session. `redirect_url`, when set, is the identity provider's end-session page
+    (RP-initiated logout) where the browser goes next; otherwise the SPA shows its login page."""
+
+    @extend_schema(
+        request=None,
+        responses=inline_serializer(
+            "LogoutResult", {"redirect_url": serializers.CharField(allow_null=True)}
+        ),
+    )
     def post(self, request: Request) -> Response:
+        redirect_url = request.session.get(LOGOUT_REDIRECT_SESSION_KEY)
         logout(request)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response({"redirect_url": redirect_url})
 
 
 class MeView(APIView):

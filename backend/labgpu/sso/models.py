@@ -53,3 +53,23 @@ class SiteAdminGrant(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.source})"
+
+
+class OidcIdentity(BaseModel):
+    """Who a person is at an OpenID Provider: its issuer and the `sub` it gives them, which never
+    changes (an e-mail address or a username can). Sign-ins find the user through this."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="oidcidentity_unique_sub"),
+            models.UniqueConstraint(fields=["user", "issuer"], name="oidcidentity_one_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.issuer}"

@@ -5,8 +5,11 @@ login and from its periodic task. A sync only changes what a sync made (Membersh
 SiteAdminGrant), so memberships and site admins made by hand are never touched.
 """
 
+import zoneinfo
 from dataclasses import dataclass, field
+from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Lower
 
@@ -16,7 +19,7 @@ from labgpu.bookings.models import Booking
 from labgpu.bookings.services import booking_cancel
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.sso import notifications
-from labgpu.sso.models import GroupMapping, SiteAdminGrant
+from labgpu.sso.models import GroupMapping, OidcIdentity, SiteAdminGrant
 
 _LAB_ROLE_RANK = {Membership.Role.MEMBER: 1, Membership.Role.LAB_ADMIN: 2}
 
@@ -216,3 +219,83 @@ def group_mapping_delete(*, actor: User, mapping: GroupMapping) -> None:
         data=_mapping_data(mapping),
     )
     mapping.delete()
+
+
+class SsoRefused(ApplicationError):
+    """A provider's answer that LabGPU will not sign anyone in with."""
+
+    status_code = 403
+    default_code = "sso_refused"
+
+
+def language_from_locale(locale: object) -> str | None:
+    """The User.language for an OIDC `locale` claim (BCP 47: "zh-CN", "zh_Hans", "en-GB")."""
+    if not isinstance(locale, str):
+        return None
+    primary = locale.replace("_", "-").lower().split("-")[0]
+    return {"zh": "zh-hans", "en": "en"}.get(primary)
+
+
+def timezone_from_claim(value: object) -> str | None:
+    return value if isinstance(value, str) and value in zoneinfo.available_timezones() else None
+
+
+def _claim_text(claims: dict[str, Any], name: str, limit: int) -> str:
+    value = claims.get(name) if name else None
+    return value.strip()[:limit] if isinstance(value, str) else ""
+
+
+@transaction.atomic
+def oidc_user_upsert(*, issuer: str, claims: dict[str, Any]) -> User:
+    """The user an OpenID Provider's verified claims name, created at their first sign-in.
+
+    Found by (issuer, sub). A first sign-in creates the user from the username claim, or links
+    the existing account of that username if it has no identity at this issuer yet (so local
+    accounts move to SSO). E-mail and names follow the provider at every sign-in; time zone and
+    language are filled from `zoneinfo` and `locale` at creation only, as people change them."""
+    subject = claims.get("sub")
+    if not isinstance(subject, str) or not subject:
+        raise SsoRefused("The provider sent no subject.")
+    identity = (
+        OidcIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+    )
+    if identity is not None:
+        user = identity.user
+    else:
+        username = _claim_text(claims, settings.LABGPU_OIDC_USERNAME_CLAIM, 150)
+        if not username:
+            raise SsoRefused(f"The provider sent no {settings.LABGPU_OIDC_USERNAME_CLAIM!r} claim.")
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            user = User(
+                username=username,
+                timezone=timezone_from_claim(claims.get("zoneinfo")) or "UTC",
+                language=language_from_locale(claims.get("locale")) or "en",
+            )
+            user.set_unusable_password()
+            user.save()
+            action = "user.sso_create"
+        elif OidcIdentity.objects.filter(user=user, issuer=issuer).exists():
+            raise SsoRefused(f"{username} is already linked to another account at the provider.")
+        else:
+            action = "user.sso_link"
+        identity = OidcIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+        audit_record(
+            actor=None,
+            action=action,
+            target=user,
+            data={"user": user.username, "issuer": issuer, "subject": subject},
+        )
+    changed = []
+    for field_name, claim, limit in (
+        ("email", settings.LABGPU_OIDC_EMAIL_CLAIM, 254),
+        ("first_name", "given_name", 150),
+        ("last_name", "family_name", 150),
+    ):
+        value = _claim_text(claims, claim, limit)
+        if value and getattr(user, field_name) != value:
+            setattr(user, field_name, value)
+            changed.append(field_name)
+    if changed:
+        user.save(update_fields=changed)
+    return user

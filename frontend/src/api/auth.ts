@@ -1,5 +1,5 @@
 import { api, unwrap } from './client'
-import type { Me, MePatch, SshKey } from './types'
+import type { AuthProviders, Me, MePatch, SshKey } from './types'
 
 export async function ensureCsrfCookie(): Promise<void> {
   await api.GET('/api/v1/auth/csrf/')
@@ -10,8 +10,15 @@ export async function login(username: string, password: string): Promise<Me> {
   return unwrap(api.POST('/api/v1/auth/login/', { body: { username, password } }))
 }
 
-export async function logout(): Promise<void> {
-  await unwrap(api.POST('/api/v1/auth/logout/'))
+/** Ends the session; returns the identity provider's end-session page to visit next, if any. */
+export async function logout(): Promise<string | null> {
+  const result = await unwrap(api.POST('/api/v1/auth/logout/'))
+  return result.redirect_url ?? null
+}
+
+/** How one may sign in here (no session needed): SSO buttons, and whether passwords are taken. */
+export function fetchAuthProviders(): Promise<AuthProviders> {
+  return unwrap(api.GET('/api/v1/auth/providers/'))
 }
 
 export function fetchMe(): Promise<Me> {

@@ -130,7 +130,28 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * @description Ends the session. `redirect_url`, when set, is the identity provider's end-session page
+         *     (RP-initiated logout) where the browser goes next; otherwise the SPA shows its login page.
+         */
         post: operations["v1_auth_logout_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/providers/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description How one may sign in here, for the login page (no session needed). */
+        get: operations["v1_auth_providers_retrieve"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -890,6 +911,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sso/group-mappings/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Directory groups → lab roles or site admin (site admins only). Every change is audited;
+         *     it takes effect at each person's next sign-in or directory sync.
+         */
+        get: operations["v1_sso_group_mappings_list"];
+        put?: never;
+        /**
+         * @description Directory groups → lab roles or site admin (site admins only). Every change is audited;
+         *     it takes effect at each person's next sign-in or directory sync.
+         */
+        post: operations["v1_sso_group_mappings_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso/group-mappings/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Directory groups → lab roles or site admin (site admins only). Every change is audited;
+         *     it takes effect at each person's next sign-in or directory sync.
+         */
+        get: operations["v1_sso_group_mappings_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * @description Directory groups → lab roles or site admin (site admins only). Every change is audited;
+         *     it takes effect at each person's next sign-in or directory sync.
+         */
+        delete: operations["v1_sso_group_mappings_destroy"];
+        options?: never;
+        head?: never;
+        /**
+         * @description Directory groups → lab roles or site admin (site admins only). Every change is audited;
+         *     it takes effect at each person's next sign-in or directory sync.
+         */
+        patch: operations["v1_sso_group_mappings_partial_update"];
+        trace?: never;
+    };
     "/api/v1/tokens/": {
         parameters: {
             query?: never;
@@ -1018,6 +1091,11 @@ export interface components {
             target_id: string;
             lab?: number | null;
             data?: unknown;
+        };
+        AuthProviders: {
+            /** @description Whether the login page offers the username and password form. */
+            password_login: boolean;
+            providers: components["schemas"]["SsoProvider"][];
         };
         Availability: {
             pool: number;
@@ -1241,6 +1319,29 @@ export interface components {
          * @enum {string}
          */
         GpuVendorEnum: "amd" | "nvidia";
+        GroupMapping: {
+            readonly id: number;
+            group: string;
+            lab?: number | null;
+            readonly lab_name: string;
+            role?: components["schemas"]["GroupMappingRoleEnum"];
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+        };
+        GroupMappingRequest: {
+            group: string;
+            lab?: number | null;
+            role?: components["schemas"]["GroupMappingRoleEnum"];
+        };
+        /**
+         * @description * `member` - Member
+         *     * `lab_admin` - Lab admin
+         *     * `site_admin` - Site admin
+         * @enum {string}
+         */
+        GroupMappingRoleEnum: "member" | "lab_admin" | "site_admin";
         HealthReport: {
             readonly id: number;
             node: number;
@@ -1419,6 +1520,9 @@ export interface components {
             username: string;
             password: string;
         };
+        LogoutResult: {
+            redirect_url: string | null;
+        };
         Me: {
             readonly id: number;
             /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
@@ -1595,6 +1699,21 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["Booking"][];
         };
+        PaginatedGroupMappingList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["GroupMapping"][];
+        };
         PaginatedInstanceTypeList: {
             /** @example 123 */
             count: number;
@@ -1722,6 +1841,11 @@ export interface components {
             /** Format: date-time */
             end?: string;
             reason?: string;
+        };
+        PatchedGroupMappingRequest: {
+            group?: string;
+            lab?: number | null;
+            role?: components["schemas"]["GroupMappingRoleEnum"];
         };
         PatchedInstanceTypeRequest: {
             name?: string;
@@ -1899,6 +2023,13 @@ export interface components {
         SshKeyRequest: {
             name: string;
             public_key: string;
+        };
+        SsoProvider: {
+            id: string;
+            /** @description Shown as “Sign in with <name>”. */
+            name: string;
+            /** @description Send the browser here, with ?next=<SPA path>. */
+            login_url: string;
         };
         /**
          * @description * `Africa/Abidjan` - Africa/Abidjan
@@ -3080,12 +3211,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description No response body */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["LogoutResult"];
+                };
             };
             /** @description Invalid input */
             400: {
@@ -3125,6 +3257,70 @@ export interface operations {
             };
             /** @description Conflict (e.g. pool full: extra.next_free) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_auth_providers_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthProviders"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8193,6 +8389,376 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_sso_group_mappings_list: {
+        parameters: {
+            query?: {
+                lab?: number;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                /**
+                 * @description * `member` - Member
+                 *     * `lab_admin` - Lab admin
+                 *     * `site_admin` - Site admin
+                 */
+                role?: "lab_admin" | "member" | "site_admin";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedGroupMappingList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_sso_group_mappings_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GroupMappingRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["GroupMappingRequest"];
+                "multipart/form-data": components["schemas"]["GroupMappingRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupMapping"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_sso_group_mappings_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this group mapping. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupMapping"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_sso_group_mappings_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this group mapping. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_sso_group_mappings_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this group mapping. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedGroupMappingRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedGroupMappingRequest"];
+                "multipart/form-data": components["schemas"]["PatchedGroupMappingRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupMapping"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

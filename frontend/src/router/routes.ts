@@ -83,6 +83,12 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.usage' },
   },
   {
+    path: '/directory-groups',
+    name: 'group-mappings',
+    component: () => import('@/views/admin/GroupMappingsView.vue'),
+    meta: { title: 'nav.groupMappings', role: 'site_admin' },
+  },
+  {
     path: '/nodes',
     name: 'nodes',
     component: () => import('@/views/admin/NodeListView.vue'),

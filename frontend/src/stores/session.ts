@@ -40,9 +40,10 @@ export const useSessionStore = defineStore('session', () => {
     return me.value
   }
 
-  async function logout(): Promise<void> {
+  /** Ends the session; returns where the browser goes next when single sign-on ends there too. */
+  async function logout(): Promise<string | null> {
     try {
-      await authApi.logout()
+      return await authApi.logout()
     } finally {
       me.value = null
     }

@@ -31,6 +31,7 @@ from labgpu.provisioning.models import Node
 from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
 from labgpu.quotas.models import Quota, QuotaRequest
+from labgpu.sso.models import GroupMapping
 
 SCHEMA = Path(__file__).resolve().parents[3] / "openapi.yaml"
 PERSONAS = ("alice", "mallory", "bob", "carol", "anon", "node")
@@ -53,6 +54,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "GET /api/v1/audit/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/audit/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/auth/csrf/": ("ok", "ok", "ok", "ok", "ok", "ok"),
+    "GET /api/v1/auth/providers/": ("ok", "ok", "ok", "ok", "ok", "ok"),
     "GET /api/v1/blackouts/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/blackouts/{id}/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/bookings/": ("ok", "ok", "ok", "ok", "auth", "auth"),
@@ -119,6 +121,15 @@ MATRIX: dict[str, tuple[str, ...]] = {
 }
 
 # Real bugs, reported to the domain owner; strict so the fix turns them green.
+SITE_ADMIN_ONLY = ("deny", "deny", "deny", "ok", "auth", "auth")
+MATRIX |= {
+    "GET /api/v1/sso/group-mappings/": SITE_ADMIN_ONLY,
+    "POST /api/v1/sso/group-mappings/": SITE_ADMIN_ONLY,
+    "GET /api/v1/sso/group-mappings/{id}/": SITE_ADMIN_ONLY,
+    "PATCH /api/v1/sso/group-mappings/{id}/": SITE_ADMIN_ONLY,
+    "DELETE /api/v1/sso/group-mappings/{id}/": SITE_ADMIN_ONLY,
+}
+
 KNOWN_BUGS: dict[str, str] = {}  # operation → reason, for bugs tracked as strict xfails
 
 
@@ -187,6 +198,7 @@ def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type
         "quotas": quota.pk,
         "tokens": token.pk,
         "members": Membership.objects.get(user=alice).pk,
+        "group-mappings": GroupMapping.objects.create(group="g", lab=vision_lab).pk,
     }
     node_client = APIClient()
     node_client.credentials(HTTP_AUTHORIZATION=f"Bearer {heartbeat}")

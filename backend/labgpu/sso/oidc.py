@@ -1,0 +1,223 @@
+"""OpenID Connect sign-in: authorization code flow with PKCE and nonce (mozilla-django-oidc),
+endpoints from discovery, ID tokens checked for signature, issuer, audience, expiry and nonce.
+
+The library leaves audience and issuer unchecked (`verify_aud: False`), matches users by e-mail
+and reads every endpoint from settings at construction; LabGPU's subclasses close those gaps.
+"""
+
+import logging
+from typing import Any
+from urllib.parse import urlencode
+
+import jwt
+import requests
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
+from django.core.exceptions import SuspiciousOperation
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.views.generic import View
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.utils import absolutify
+from mozilla_django_oidc.views import (
+    OIDCAuthenticationCallbackView,
+    OIDCAuthenticationRequestView,
+)
+
+from labgpu.accounts.sessions import LOGOUT_REDIRECT_SESSION_KEY
+from labgpu.core.timeutils import now
+from labgpu.sso import services
+from labgpu.sso.discovery import DiscoveryError, oidc_setting, provider_metadata
+
+logger = logging.getLogger(__name__)
+
+SOURCE = "oidc"
+# Clock skew allowed between LabGPU and the provider when checking `exp` and `iat`.
+LEEWAY_S = 60
+
+
+def groups_from_claims(claims: dict[str, Any]) -> set[str] | None:
+    """The groups claim as a set; None when the provider did not send the list, so that a
+    sync never reads a missing claim as "in no group". Entra ID replaces a long list by a
+    `_claim_names` reference (group overage); that is missing too."""
+    name = settings.LABGPU_OIDC_GROUPS_CLAIM
+    value = claims.get(name)
+    if value is None or name in (claims.get("_claim_names") or {}):
+        return None
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list):
+        return {str(group) for group in value}
+    return None
+
+
+class OidcBackend(OIDCAuthenticationBackend):
+    """Signs in the user an OpenID Provider vouches for; answers nothing to password logins."""
+
+    get_settings = staticmethod(oidc_setting)
+    OIDC_RP_IDP_SIGN_KEY = None
+    accepts_passwords = False  # labgpu.accounts.backends.password_login_enabled
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The library resolves every endpoint here, for every authenticate() of any kind; LabGPU
+        # resolves them when an OIDC sign-in needs them, so a password login never waits on the
+        # provider's discovery document.
+        self.UserModel = get_user_model()
+
+    @property
+    def OIDC_OP_TOKEN_ENDPOINT(self) -> str:
+        return oidc_setting("OIDC_OP_TOKEN_ENDPOINT")
+
+    @property
+    def OIDC_OP_USER_ENDPOINT(self) -> str | None:
+        return oidc_setting("OIDC_OP_USER_ENDPOINT", None)
+
+    @property
+    def OIDC_OP_JWKS_ENDPOINT(self) -> str:
+        return oidc_setting("OIDC_OP_JWKS_ENDPOINT")
+
+    @property
+    def OIDC_RP_CLIENT_ID(self) -> str:
+        return settings.OIDC_RP_CLIENT_ID
+
+    @property
+    def OIDC_RP_CLIENT_SECRET(self) -> str:
+        return settings.OIDC_RP_CLIENT_SECRET
+
+    @property
+    def OIDC_RP_SIGN_ALGO(self) -> str:
+        return settings.OIDC_RP_SIGN_ALGO
+
+    def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> Any:
+        # Only the callback view passes a nonce; any other authenticate() is not ours.
+        if not settings.LABGPU_OIDC_ENABLED or request is None or "nonce" not in kwargs:
+            return None
+        try:
+            return super().authenticate(request, **kwargs)
+        except (SuspiciousOperation, DiscoveryError, requests.RequestException) as refused:
+            logger.warning("OIDC sign-in refused: %s", refused)
+            return None
+
+    def get_user(self, user_id: int) -> Any:
+        # The library's get_user skips Django's is_active check; a user disabled in LabGPU (or by
+        # a directory sync) must lose their session at once, as with a password login.
+        return ModelBackend.get_user(self, user_id)
+
+    def _verify_jws(self, payload: str, key: Any) -> dict[str, Any]:
+        """Signature with the provider's key and the configured algorithm only, issuer, audience
+        (and `azp` when there are several), `exp` and `iat` within LEEWAY_S of our clock."""
+        try:
+            header = jwt.get_unverified_header(payload)
+            if header.get("alg") != self.OIDC_RP_SIGN_ALGO:
+                raise SuspiciousOperation(
+                    f"ID token signed with {header.get('alg')!r}, not {self.OIDC_RP_SIGN_ALGO!r}"
+                )
+            claims = jwt.decode(
+                payload,
+                key,
+                algorithms=[self.OIDC_RP_SIGN_ALGO],
+                audience=self.OIDC_RP_CLIENT_ID,
+                issuer=provider_metadata()["issuer"],
+                # Expiry is checked below against labgpu.core.timeutils.now, the one clock.
+                options={
+                    "require": ["iss", "aud", "sub", "exp", "iat"],
+                    "verify_exp": False,
+                    "verify_iat": False,
+                },
+            )
+        except jwt.PyJWTError as invalid:
+            raise SuspiciousOperation(f"ID token refused: {invalid}") from invalid
+        audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+        if len(audiences) > 1 and claims.get("azp") != self.OIDC_RP_CLIENT_ID:
+            raise SuspiciousOperation("ID token for several audiences without our azp")
+        moment = now().timestamp()
+        if not isinstance(claims["exp"], int | float) or claims["exp"] + LEEWAY_S < moment:
+            raise SuspiciousOperation("ID token expired")
+        if not isinstance(claims["iat"], int | float) or claims["iat"] - LEEWAY_S > moment:
+            raise SuspiciousOperation("ID token issued in the future")
+        return claims
+
+    def get_userinfo(self, access_token: str, id_token: str, payload: dict[str, Any]) -> dict:
+        """The ID token's claims, completed by the UserInfo endpoint's where there is one (some
+        providers put only `sub` in the ID token, others leave groups out of UserInfo)."""
+        claims = dict(payload)
+        if self.OIDC_OP_USER_ENDPOINT:
+            userinfo = super().get_userinfo(access_token, id_token, payload)
+            if userinfo.get("sub") != payload["sub"]:
+                raise SuspiciousOperation("UserInfo is about someone else (sub differs)")
+            claims.update(userinfo)
+        return claims
+
+    def get_or_create_user(self, access_token: str, id_token: str, payload: dict) -> Any:
+        claims = self.get_userinfo(access_token, id_token, payload)
+        try:
+            user = services.oidc_user_upsert(issuer=payload["iss"], claims=claims)
+        except services.SsoRefused as refused:
+            raise SuspiciousOperation(refused.message) from None
+        if settings.LABGPU_OIDC_GROUPS_CLAIM:
+            groups = groups_from_claims(claims)
+            if groups is None:
+                logger.warning(
+                    "OIDC: no %r claim for %s; memberships left as they are",
+                    settings.LABGPU_OIDC_GROUPS_CLAIM,
+                    user.username,
+                )
+            else:
+                services.sync_memberships(user=user, groups=groups, source=SOURCE)
+        self._remember_logout_url(id_token)
+        return user
+
+    def _remember_logout_url(self, id_token: str) -> None:
+        """RP-initiated logout 1.0: where the API logout sends the browser, when the provider
+        has an end-session endpoint."""
+        endpoint = provider_metadata().get("end_session_endpoint")
+        if not endpoint:
+            self.request.session.pop(LOGOUT_REDIRECT_SESSION_KEY, None)
+            return
+        query = urlencode(
+            {
+                "id_token_hint": id_token,
+                "client_id": self.OIDC_RP_CLIENT_ID,
+                "post_logout_redirect_uri": absolutify(
+                    self.request, settings.LABGPU_OIDC_POST_LOGOUT_PATH
+                ),
+            }
+        )
+        separator = "&" if "?" in endpoint else "?"
+        self.request.session[LOGOUT_REDIRECT_SESSION_KEY] = f"{endpoint}{separator}{query}"
+
+
+class OidcLoginView(OIDCAuthenticationRequestView):
+    """GET /oidc/login/?next=/path: to the provider with state, nonce and a PKCE challenge."""
+
+    get_settings = staticmethod(oidc_setting)
+
+    def __init__(self, **kwargs: Any) -> None:
+        View.__init__(self, **kwargs)  # endpoints come from discovery in get(), not here
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        if not settings.LABGPU_OIDC_ENABLED:
+            raise Http404
+        try:
+            self.OIDC_OP_AUTH_ENDPOINT = oidc_setting("OIDC_OP_AUTHORIZATION_ENDPOINT")
+        except DiscoveryError as failure:
+            logger.error("OIDC sign-in unavailable: %s", failure)
+            return HttpResponseRedirect(settings.LOGIN_REDIRECT_URL_FAILURE)
+        self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
+        return super().get(request)
+
+
+class OidcCallbackView(OIDCAuthenticationCallbackView):
+    """GET /oidc/callback/?code=…&state=…: the provider's answer; signs in, then back to `next`
+    (the SPA loads signed in), or to the login page with `sso_error`."""
+
+    get_settings = staticmethod(oidc_setting)
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        if not settings.LABGPU_OIDC_ENABLED:
+            raise Http404
+        try:
+            return super().get(request)
+        except SuspiciousOperation as refused:  # an unknown or replayed state
+            logger.warning("OIDC callback refused: %s", refused)
+            return self.login_failure()

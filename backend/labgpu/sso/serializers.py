@@ -1,0 +1,33 @@
+from rest_framework import serializers
+
+from labgpu.accounts.models import Lab
+from labgpu.accounts.selectors import labs_visible_to
+from labgpu.api.fields import OwnPrimaryKeyRelatedField
+from labgpu.sso.models import GroupMapping
+
+
+class GroupMappingSerializer(serializers.ModelSerializer):
+    lab = OwnPrimaryKeyRelatedField(
+        queryset=Lab.objects.all(), visible_to=labs_visible_to, allow_null=True, required=False
+    )
+    lab_name = serializers.CharField(source="lab.name", read_only=True, default=None)
+
+    class Meta:
+        model = GroupMapping
+        fields = ["id", "group", "lab", "lab_name", "role", "created_at", "updated_at"]
+        read_only_fields = ["id", "created_at", "updated_at"]
+        # Uniqueness is the service's rule (case-insensitive), answered as one 409.
+        validators: list = []
+
+
+class SsoProviderSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField(help_text="Shown as “Sign in with <name>”.")
+    login_url = serializers.CharField(help_text="Send the browser here, with ?next=<SPA path>.")
+
+
+class AuthProvidersSerializer(serializers.Serializer):
+    password_login = serializers.BooleanField(
+        help_text="Whether the login page offers the username and password form."
+    )
+    providers = SsoProviderSerializer(many=True)
