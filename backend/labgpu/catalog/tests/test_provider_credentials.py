@@ -49,7 +49,7 @@ def recorder():
 
 
 @pytest.mark.parametrize("name", ["DJANGO_SECRET_KEY", "DATABASE_URL", "LABGPU_METRICS_TOKEN"])
-def test_provider_account_cannot_name_a_server_secret_as_its_token(as_carol, name):
+def test_I9_provider_account_cannot_name_a_server_secret_as_its_token(as_carol, name):
     response = as_carol.post(
         "/api/v1/provider-accounts/",
         {"name": "DO", "kind": "digitalocean", "token_env_var": name},
@@ -71,7 +71,7 @@ def test_provider_account_cannot_name_a_server_secret_as_its_token(as_carol, nam
         "https://api.digitalocean.com:8443",
     ],
 )
-def test_provider_account_cannot_send_its_token_to_an_arbitrary_host(as_carol, url):
+def test_I9_provider_account_cannot_send_its_token_to_an_arbitrary_host(as_carol, url):
     response = as_carol.post(
         "/api/v1/provider-accounts/",
         {

@@ -114,7 +114,7 @@ def test_bootstrap_token_is_single_use_and_returns_a_heartbeat_token(node):
     assert again.status_code == 401 and again.json()["code"] == "token_used"
 
 
-def test_passing_report_makes_node_and_booking_ready(node, monkeypatch):
+def test_I5_passing_report_makes_node_and_booking_ready(node, monkeypatch):
     heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
     client = bearer(heartbeat["heartbeat_token"])
     response = client.post("/api/v1/agent/reports/", report(), format="json")
@@ -137,7 +137,7 @@ def test_invalid_report_is_refused_with_the_path(node):
     assert node.status == "checking"
 
 
-def test_node_tokens_are_not_user_tokens(node, alice):
+def test_I6_node_tokens_are_not_user_tokens(node, alice):
     heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
     assert bearer(heartbeat["heartbeat_token"]).get("/api/v1/bookings/").status_code == 401
     assert bearer("lgp_nope").post("/api/v1/agent/heartbeat/").status_code == 401
@@ -205,7 +205,7 @@ def test_a_passing_report_for_a_node_without_an_address_waits_for_the_address(no
     assert (node.status, node.public_ip, node.booking.status) == ("ready", "192.0.2.9", "ready")
 
 
-def test_the_database_refuses_a_ready_node_without_an_address(node):
+def test_I5_the_database_refuses_a_ready_node_without_an_address(node):
     from django.db import IntegrityError, transaction
 
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -327,7 +327,7 @@ def test_the_gate_wall_time_and_the_required_smoke_are_kept_with_the_report(node
     assert shown["timing"]["gate_wall_s"] == 62.0
 
 
-def test_a_report_without_the_pools_required_smoke_fails_the_node_whatever_the_agent_says(
+def test_I5_a_report_without_the_pools_required_smoke_fails_the_node_whatever_the_agent_says(
     node, pool
 ):
     """An agent without its smoke packages (or an old one) reports `pass` with no smoke results:

@@ -179,7 +179,7 @@ def test_report_outside_physical_and_size_bounds_is_refused(agent, node, path, c
     assert path.split("/")[0] in str(response.json()["extra"]["fields"])
 
 
-def test_report_body_over_the_size_limit_is_refused(agent, node):
+def test_I9_report_body_over_the_size_limit_is_refused(agent, node):
     body = report()
     body["facts"]["sources"] = {f"k{i}": "x" * 8000 for i in range(40)}  # ~320 KB
     assert_refused(agent.post("/api/v1/agent/reports/", body, format="json"), node)
@@ -251,7 +251,7 @@ POISON = [
 ]
 
 
-def test_poisoned_rows_written_straight_into_the_db_break_no_read_endpoint(
+def test_I9_poisoned_rows_written_straight_into_the_db_break_no_read_endpoint(
     alice, vision_lab, as_alice, as_carol, pool, tomorrow
 ):
     honest = make_node(pool, vision_lab, alice, tomorrow)
@@ -286,7 +286,7 @@ def test_one_node_reporting_many_times_is_one_vote(alice, vision_lab, pool, tomo
     assert baseline["median"] == 620.0
 
 
-def test_one_lab_with_many_nodes_cannot_dominate_the_baseline(
+def test_I9_one_lab_with_many_nodes_cannot_dominate_the_baseline(
     alice, mallory, vision_lab, other_lab, pool, tomorrow
 ):
     third = LabFactory(name="Third Lab", slug="third")

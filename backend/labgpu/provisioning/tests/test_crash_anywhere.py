@@ -90,7 +90,7 @@ def check_one_healthy_droplet(world, booking_id: int, watcher: ReadyWatcher) -> 
 
 
 @pytest.mark.parametrize(("point", "phase"), WORKER_POINTS, ids=[p for p, _ in WORKER_POINTS])
-def test_worker_killed_at_each_point_keeps_the_ledger_exact(
+def test_I8_worker_killed_at_each_point_keeps_the_ledger_exact(
     lifecycle, alice, tmp_path, point, phase
 ):
     marker = tmp_path / "crashed"
@@ -112,7 +112,7 @@ def test_worker_killed_at_each_point_keeps_the_ledger_exact(
 
 
 @pytest.mark.parametrize(("point", "phase"), WEB_POINTS, ids=[p for p, _ in WEB_POINTS])
-def test_web_tier_dying_at_each_point_keeps_the_ledger_exact(
+def test_I8_web_tier_dying_at_each_point_keeps_the_ledger_exact(
     lifecycle, alice, tmp_path, monkeypatch, point, phase
 ):
     marker = tmp_path / "crashed"
@@ -156,7 +156,7 @@ def test_web_tier_dying_while_failing_a_node_still_replaces_it_and_charges_nothi
     assert booking.failure_reason
 
 
-def test_worker_killed_at_random_moments_keeps_the_ledger_exact(lifecycle, alice):
+def test_I8_worker_killed_at_random_moments_keeps_the_ledger_exact(lifecycle, alice):
     rng = random.Random(20261130)  # fixed: a failure can be replayed
     worker = lifecycle.start_worker()
     with ReadyWatcher() as watcher:

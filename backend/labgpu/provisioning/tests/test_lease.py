@@ -29,7 +29,7 @@ def test_only_one_holder_of_a_node_lease(node):
         assert after_release
 
 
-def test_an_expired_lease_can_be_taken_and_the_old_holder_may_not_create(node):
+def test_I4_an_expired_lease_can_be_taken_and_the_old_holder_may_not_create(node):
     with _node_lease(node.pk) as mine:
         assert mine
         renew = _renew_lease(node.pk)

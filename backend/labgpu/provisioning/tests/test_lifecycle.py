@@ -119,7 +119,7 @@ def test_a_429_storm_is_ridden_out(lifecycle, alice):
     assert len(lifecycle.ledger) == 1
 
 
-def test_retried_provision_adopts_the_droplet_a_5xx_hid(lifecycle, alice):
+def test_I4_retried_provision_adopts_the_droplet_a_5xx_hid(lifecycle, alice):
     """I-4: the create succeeded but answered 500; the retry must adopt, not create again."""
     lifecycle.emulator.fail_next("POST", "/v2/droplets", 500, after_create=True)
     lifecycle.start_worker()
@@ -131,7 +131,7 @@ def test_retried_provision_adopts_the_droplet_a_5xx_hid(lifecycle, alice):
     assert len(lifecycle.ledger) == 1
 
 
-def test_worker_killed_mid_provision_leaves_exactly_one_droplet(lifecycle, alice):
+def test_I4_worker_killed_mid_provision_leaves_exactly_one_droplet(lifecycle, alice):
     # The droplet is made, then the answer is held back while we SIGKILL the worker.
     lifecycle.emulator.set_faults(next=[{"method": "POST", "path": "/v2/droplets", "delay_s": 5}])
     worker = lifecycle.start_worker()
@@ -157,7 +157,7 @@ def test_redis_restarted_mid_run(lifecycle, alice):
     complete_and_check(lifecycle, alice, booking_id)
 
 
-def test_droplet_vanishing_while_ready_is_replaced(lifecycle, alice):
+def test_I3_droplet_vanishing_while_ready_is_replaced(lifecycle, alice):
     lifecycle.start_worker()
     booking_id = create_booking(alice, lifecycle.pool)
     wait_status(lifecycle, booking_id, "ready")
@@ -176,7 +176,7 @@ def test_droplet_vanishing_while_ready_is_replaced(lifecycle, alice):
     assert booking.consumed_gpu_hours == UsageRecord.objects.get(node__attempt=2).gpu_hours
 
 
-def test_destroy_failing_several_times_still_ends_with_no_droplet(lifecycle, alice):
+def test_I3_destroy_failing_several_times_still_ends_with_no_droplet(lifecycle, alice):
     lifecycle.start_worker()
     booking_id = create_booking(alice, lifecycle.pool)
     wait_status(lifecycle, booking_id, "ready")
@@ -186,7 +186,7 @@ def test_destroy_failing_several_times_still_ends_with_no_droplet(lifecycle, ali
     assert lifecycle.emulator.state()["counters"]["by_status"].get("500", 0) >= 6
 
 
-def test_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycle, alice):
+def test_I5_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycle, alice):
     lifecycle.emulator.set_faults(size_profiles={"gpu-mi300x1-192gb": "none"})
     lifecycle.start_worker(LABGPU_AGENT_REPORT_TIMEOUT_S="2")
     booking_id = create_booking(alice, lifecycle.pool)
@@ -205,7 +205,7 @@ def test_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycle, 
     assert "failed" in lifecycle.mails()
 
 
-def test_failing_health_report_replaces_once_then_fails_with_the_findings(lifecycle, alice):
+def test_I5_failing_health_report_replaces_once_then_fails_with_the_findings(lifecycle, alice):
     lifecycle.emulator.set_faults(size_profiles={"gpu-mi300x1-192gb": "ecc-errors"})
     lifecycle.start_worker()
     booking_id = create_booking(alice, lifecycle.pool)
