@@ -1,4 +1,4 @@
-"""Instance profiles: what a node of each type must look like (DESIGN §7's hard facts).
+"""Instance profiles: what a node of each type must look like (LabGPU's docs/gpu-facts.md).
 
 Baselines are smoke-test throughputs, keyed `"<smoke>:<metric>"`. The H200 ones were measured
 by this agent on a real H200 (docs/benchmarks.md); the others are leads from vendor figures and
@@ -29,7 +29,7 @@ class InstanceProfile:
     max_hotspot_c: float = 85.0  # AMD's acceptance threshold; NVIDIA's slowdown is higher
     # HBM: JEDEC's normal DRAM range ends at 85 °C, the extended range (double refresh) at 95 °C.
     max_memory_c: float = 95.0
-    hbm_bandwidth_gb_s: float = 0.0  # vendor peak per GPU (DESIGN §7), for deep-check bandwidth
+    hbm_bandwidth_gb_s: float = 0.0  # vendor peak per GPU (docs/gpu-facts.md), for --deep
     pcie_gb_s: float = 64.0  # PCIe Gen5 x16, one direction
     nvlinks_per_gpu: int = 0  # NVLinks each GPU of a multi-GPU node must have up (SXM: 18)
     # Smoke metric → (warn below, fail below) as fractions of the baseline; metrics not listed use

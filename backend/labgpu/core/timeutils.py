@@ -1,4 +1,4 @@
-"""Time helpers. Everything is stored in UTC; naive datetimes are a bug (DESIGN I-7)."""
+"""Time helpers. Everything is stored in UTC; naive datetimes are a bug (invariant I-7)."""
 
 from datetime import UTC, date, datetime, timedelta
 

@@ -1,4 +1,4 @@
-"""Invariants I-1 (capacity), I-2 (quota), I-6 (isolation) and I-7 (time) from DESIGN §3.
+"""Invariants I-1 (capacity), I-2 (quota), I-6 (isolation) and I-7 (time); see docs/architecture.md.
 
 The race tests speak real HTTP to a live, multi-threaded server, so each request runs in its own
 thread with its own database connection: the database, not Python, has to hold the line.

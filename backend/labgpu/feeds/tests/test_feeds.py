@@ -148,7 +148,7 @@ def test_pool_feed_shows_other_labs_only_as_anonymous_busy_blocks(
     assert uids == sorted(str(e["UID"]) for e in events.values())  # stable across fetches
 
 
-def test_times_are_right_across_the_dst_change(alice, vision_lab, pool, client):
+def test_I7_times_are_right_across_the_dst_change(alice, vision_lab, pool, client):
     """I-7: 01:30 CEST (+02:00) and 03:30 CET (+01:00) on 2027-10-31 are 23:30 and 02:30 UTC."""
     alice.timezone = "Europe/Berlin"
     alice.save(update_fields=["timezone"])
