@@ -8,7 +8,7 @@ from labgpu.invitations.models import Invitation
 class InvitationSerializer(serializers.ModelSerializer):
     """An invitation as its lab's admins see it."""
 
-    invited_by = UserSummarySerializer(read_only=True)
+    invited_by = UserSummarySerializer(read_only=True, allow_null=True)
     status = serializers.ChoiceField(choices=Invitation.Status.choices, read_only=True)
 
     class Meta:

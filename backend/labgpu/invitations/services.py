@@ -125,17 +125,12 @@ def invitation_for_token(raw: str) -> Invitation:
 def _require_open(invitation: Invitation) -> None:
     status = invitation.status
     if status == Invitation.Status.EXPIRED:
-        raise ApplicationError(
+        raise Conflict(
             "This invitation has expired; ask the lab admin for a new one.",
             code="invitation_expired",
-            status_code=410,
         )
     if status != Invitation.Status.PENDING:
-        raise ApplicationError(
-            "This invitation was already used or revoked.",
-            code="invitation_closed",
-            status_code=410,
-        )
+        raise Conflict("This invitation was already used or revoked.", code="invitation_closed")
 
 
 def _join(*, invitation: Invitation, user: User) -> Membership:
@@ -150,11 +145,7 @@ def _join(*, invitation: Invitation, user: User) -> Membership:
         expires_at__gt=moment,
     ).update(accepted_at=moment, accepted_by=user)
     if not used:  # someone else used it, or it was revoked, since we read it
-        raise ApplicationError(
-            "This invitation was already used or revoked.",
-            code="invitation_closed",
-            status_code=410,
-        )
+        raise Conflict("This invitation was already used or revoked.", code="invitation_closed")
     membership = Membership.objects.create(user=user, lab=invitation.lab, role=invitation.role)
     audit_record(
         actor=user,

@@ -1426,7 +1426,7 @@ export interface components {
             email: string;
             role?: components["schemas"]["MembershipRoleEnum"];
             readonly status: components["schemas"]["InvitationStatusEnum"];
-            readonly invited_by: components["schemas"]["UserSummary"];
+            readonly invited_by: components["schemas"]["UserSummary"] | null;
             /** Format: date-time */
             readonly expires_at: string;
             /** Format: date-time */
@@ -1453,7 +1453,7 @@ export interface components {
             email: string;
             role?: components["schemas"]["MembershipRoleEnum"];
             readonly status: components["schemas"]["InvitationStatusEnum"];
-            readonly invited_by: components["schemas"]["UserSummary"];
+            readonly invited_by: components["schemas"]["UserSummary"] | null;
             /** Format: date-time */
             readonly expires_at: string;
             /** Format: date-time */
