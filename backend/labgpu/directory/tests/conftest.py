@@ -32,5 +32,5 @@ def ldap_on(settings, slapd) -> Slapd:
     """LabGPU configured for the test directory exactly as LABGPU_LDAP_* would configure it."""
     for name, value in ldap_settings(slapd.environ()).items():
         setattr(settings, name, value)
-    settings.AUTHENTICATION_BACKENDS = [LDAP_BACKEND, "django.contrib.auth.backends.ModelBackend"]
+    settings.AUTHENTICATION_BACKENDS = [LDAP_BACKEND, *settings.AUTHENTICATION_BACKENDS]
     return slapd

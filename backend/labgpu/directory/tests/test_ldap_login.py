@@ -161,3 +161,13 @@ def test_settings_from_the_environment_put_the_directory_before_local_passwords(
     backends, uri, base = json.loads(out.stdout.strip().splitlines()[-1])
     assert backends[0] == LDAP_BACKEND and len(backends) > 1
     assert (uri, base) == ("ldap://127.0.0.1:1/", PEOPLE)
+
+
+def test_directory_sign_in_works_with_local_passwords_turned_off(settings, ldap_on, alice):
+    settings.LABGPU_LOCAL_LOGIN_ENABLED = False
+
+    _, directory = spa_login("ada", PASSWORDS["ada"])
+    _, local = spa_login("alice", "correct horse battery staple")
+
+    assert directory.status_code == 200
+    assert local.status_code == 401
