@@ -1,4 +1,5 @@
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -11,13 +12,23 @@ from rest_framework.response import Response
 from labgpu.bookings import services
 from labgpu.bookings.filters import BookingFilter
 from labgpu.bookings.models import Booking
-from labgpu.bookings.selectors import bookings_visible_to
+from labgpu.bookings.selectors import (
+    availability_intervals,
+    bookings_visible_to,
+    busy_blocks,
+    next_free_windows,
+)
 from labgpu.bookings.serializers import (
+    AvailabilityQuerySerializer,
+    AvailabilitySerializer,
     BookingCreateSerializer,
     BookingExtendSerializer,
     BookingSerializer,
+    BusyBlockSerializer,
     ReasonSerializer,
 )
+from labgpu.catalog.models import NodePool
+from labgpu.catalog.selectors import pools_visible_to
 from labgpu.core.errors import ApplicationError
 
 BOOK_ACTIONS = {"create", "cancel", "extend"}
@@ -111,3 +122,69 @@ class BookingViewSet(
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str) -> Response:
         return self._act(request, ReasonSerializer, services.booking_reject)
+
+
+RANGE_PARAMETERS = [
+    OpenApiParameter("start", str, required=True, description="ISO 8601 with offset"),
+    OpenApiParameter("end", str, required=True, description="ISO 8601 with offset"),
+]
+
+
+class PoolCalendarViewSet(viewsets.GenericViewSet):
+    """What a pool's calendar reads: `/pools/{id}/availability/` and `/pools/{id}/busy/`.
+
+    Served here, beside the bookings they read, rather than by the catalog's pool viewset; the
+    URLs and the filters a pool lookup takes are the catalog's.
+    """
+
+    queryset = NodePool.objects.none()
+    filterset_fields = ["instance_type", "region", "requires_approval", "is_active"]
+
+    def get_queryset(self) -> QuerySet[NodePool]:
+        return pools_visible_to(self.request.user).order_by("name")
+
+    def _range(self, request: Request) -> dict:
+        query = AvailabilityQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return query.validated_data
+
+    @extend_schema(
+        parameters=[
+            *RANGE_PARAMETERS,
+            OpenApiParameter(
+                "duration_minutes",
+                int,
+                description="Length of the windows to suggest "
+                "(default: the pool's minimum duration)",
+            ),
+        ],
+        responses=AvailabilitySerializer,
+    )
+    @action(detail=True, methods=["get"])
+    def availability(self, request: Request, pk: str) -> Response:
+        """Free capacity per interval in [start, end), and the next free windows for a duration."""
+        pool = self.get_object()
+        asked = self._range(request)
+        start, end = asked["start"], asked["end"]
+        minutes = asked.get("duration_minutes") or pool.min_duration_minutes
+        intervals = availability_intervals(pool, start, end)
+        windows = next_free_windows(pool, duration=timedelta(minutes=minutes), after=start)
+        return Response(
+            AvailabilitySerializer(
+                {
+                    "pool": pool.pk,
+                    "capacity": pool.capacity,
+                    "duration_minutes": minutes,
+                    "intervals": intervals,
+                    "next_free": [{"start": s, "end": e} for s, e in windows],
+                }
+            ).data
+        )
+
+    @extend_schema(parameters=RANGE_PARAMETERS, responses=BusyBlockSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def busy(self, request: Request, pk: str) -> Response:
+        """Live bookings in [start, end); other labs' only as anonymous busy blocks (I-6)."""
+        pool = self.get_object()
+        asked = self._range(request)
+        return Response(busy_blocks(request.user, pool, asked["start"], asked["end"]))

@@ -1,14 +1,14 @@
 """Reads about bookings: visibility (I-6), availability and next free windows (I-1)."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from labgpu.accounts.models import User
 from labgpu.accounts.selectors import admin_lab_ids_of, lab_ids_of
-from labgpu.bookings.models import Booking
+from labgpu.bookings.models import Booking, Overlaps, bigint
 from labgpu.catalog.models import Blackout, NodePool
 from labgpu.core.timeutils import ceil_to_grid, now
 
@@ -77,23 +77,31 @@ def peak_usage(periods: list[Period], start: datetime, end: datetime) -> int:
 
 
 def availability_intervals(pool: NodePool, start: datetime, end: datetime) -> list[Interval]:
-    """Split [start, end) where usage changes; each piece says how many nodes are free."""
+    """Split [start, end) where usage changes; each piece says how many nodes are free.
+
+    One sweep over the reservations' and blackouts' starts and ends (sorted once), not a count of
+    every reservation for every piece: a busy pool-month has a few hundred of each.
+    """
     periods = live_reserved_periods(pool, start, end)
     blackouts = blackouts_between(pool, start, end)
-    cuts = {start, end}
-    for p_start, p_end in periods + blackouts:
-        cuts.update(moment for moment in (p_start, p_end) if start < moment < end)
-    ordered = sorted(cuts)
-    intervals = []
-    for piece_start, piece_end in pairwise(ordered):
-        used = sum(1 for p_start, p_end in periods if p_start < piece_end and p_end > piece_start)
-        dark = any(b_start < piece_end and b_end > piece_start for b_start, b_end in blackouts)
+    changes: dict[datetime, list[int]] = {start: [0, 0], end: [0, 0]}  # moment: [Δused, Δdark]
+    for kind, rows in ((0, periods), (1, blackouts)):
+        for p_start, p_end in rows:
+            changes.setdefault(max(p_start, start), [0, 0])[kind] += 1
+            if p_end < end:
+                changes.setdefault(p_end, [0, 0])[kind] -= 1
+    intervals: list[Interval] = []
+    used = dark = 0
+    moments = sorted(changes)
+    for piece_start, piece_end in pairwise(moments):
+        used += changes[piece_start][0]
+        dark += changes[piece_start][1]
         free = 0 if dark else max(pool.capacity - used, 0)
         previous = intervals[-1] if intervals else None
-        if previous and previous.used == used and previous.blackout == dark:
-            intervals[-1] = Interval(previous.start, piece_end, used, free, dark)
+        if previous and previous.used == used and previous.blackout == bool(dark):
+            intervals[-1] = Interval(previous.start, piece_end, used, free, bool(dark))
         else:
-            intervals.append(Interval(piece_start, piece_end, used, free, dark))
+            intervals.append(Interval(piece_start, piece_end, used, free, bool(dark)))
     return intervals
 
 
@@ -115,36 +123,73 @@ def next_free_windows(
     """The earliest `count` [start, end) windows of `duration` that the pool could still take.
 
     Candidates are the grid-aligned earliest start and every moment a node frees up (a reservation
-    or a blackout ends), since a window can only open there.
+    or a blackout ends), since a window can only open there. The reservations are read a stretch
+    at a time (a week, then twice as far each round) up to the pool's horizon, so a `pool_full`
+    answer reads what lies near the asked time, not every live booking of the next year.
     """
     earliest = max(after or now(), now())
     horizon = now() + timedelta(days=pool.max_days_ahead)
     lead = timedelta(minutes=pool.provisioning_lead_minutes)
     grace = timedelta(minutes=pool.teardown_grace_minutes)
-    window_end = horizon + duration + lead + grace
-    periods = live_reserved_periods(pool, earliest - lead, window_end, exclude_id=exclude_id)
-    blackouts = blackouts_between(pool, earliest, window_end)
     grid = pool.granularity_minutes
-    candidates = {ceil_to_grid(earliest, grid)}
-    candidates.update(ceil_to_grid(p_end + lead, grid) for _, p_end in periods)
-    candidates.update(ceil_to_grid(b_end, grid) for _, b_end in blackouts)
+    last_start = horizon
+    stretch = max(timedelta(days=7), 4 * (duration + lead + grace))
+    searched_to = earliest  # candidates before this moment were tried already
     windows: list[Period] = []
-    for candidate in sorted(c for c in candidates if earliest <= c <= horizon):
-        end = candidate + duration
-        if any(b_start < end and b_end > candidate for b_start, b_end in blackouts):
-            continue
-        if peak_usage(periods, candidate - lead, end + grace) < pool.capacity:
-            windows.append((candidate, end))
-            if len(windows) == count:
-                break
+    while searched_to <= last_start:
+        # Every reservation that can touch a window starting before `upto` is read.
+        upto = min(searched_to + stretch, last_start + timedelta(microseconds=1))
+        window_end = upto + duration + lead + grace
+        periods = live_reserved_periods(pool, earliest - lead, window_end, exclude_id=exclude_id)
+        blackouts = blackouts_between(pool, earliest, window_end)
+        candidates = {ceil_to_grid(earliest, grid)}
+        candidates.update(ceil_to_grid(p_end + lead, grid) for _, p_end in periods)
+        candidates.update(ceil_to_grid(b_end, grid) for _, b_end in blackouts)
+        for candidate in sorted(c for c in candidates if searched_to <= c < upto):
+            end = candidate + duration
+            if any(b_start < end and b_end > candidate for b_start, b_end in blackouts):
+                continue
+            if peak_usage(periods, candidate - lead, end + grace) < pool.capacity:
+                windows.append((candidate, end))
+                if len(windows) == count:
+                    return windows
+        searched_to, stretch = upto, stretch * 2
     return windows
 
 
-def busy_blocks(pool: NodePool, start: datetime, end: datetime) -> QuerySet[Booking]:
-    return (
+def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> list[dict]:
+    """Live bookings of `pool` in [start, end) as the calendar shows them (BusyBlockSerializer):
+    the user's own labs' with their id and lab, other labs' as anonymous blocks (I-6).
+
+    One query over the GiST index `booking_pool_period`; rows are rendered as plain dicts.
+    """
+    own_labs = None if user.is_site_admin else lab_ids_of(user)
+    rows = (
         Booking.objects.filter(
-            Q(pool=pool), status__in=Booking.LIVE_STATUSES, start__lt=end, end__gt=start
+            Overlaps("start", "end", start, end),
+            pool_id=bigint(pool.pk),
+            status__in=Booking.LIVE_STATUSES,
         )
-        .select_related("lab")
         .order_by("start", "id")
+        .values_list("pk", "start", "end", "status", "user_id", "lab_id", "lab__name", "lab__slug")
     )
+    blocks = []
+    for pk, b_start, b_end, status, user_id, lab_id, lab_name, lab_slug in rows:
+        own = own_labs is None or lab_id in own_labs
+        blocks.append(
+            {
+                "start": _iso(b_start),
+                "end": _iso(b_end),
+                "status": status,
+                "mine": user_id == user.pk,
+                "booking": pk if own else None,
+                "lab": {"id": lab_id, "name": lab_name, "slug": lab_slug} if own else None,
+            }
+        )
+    return blocks
+
+
+def _iso(moment: datetime) -> str:
+    """As DRF's DateTimeField writes a UTC moment: ISO 8601 with `Z`."""
+    text = moment.astimezone(UTC).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text

@@ -100,31 +100,64 @@ class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="")
 
 
-class BusyBlockSerializer(serializers.ModelSerializer):
+class BusyBlockSerializer(serializers.Serializer):
     """A live booking as a calendar sees it: other labs' bookings carry no identity (I-6)."""
 
-    mine = serializers.SerializerMethodField()
-    booking = serializers.SerializerMethodField()
-    lab = serializers.SerializerMethodField()
+    # The answer's shape, for the schema; bookings.selectors.busy_blocks builds it as plain dicts
+    # (a month of a busy pool is a few hundred rows: a serializer per row cost more than the query).
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=Booking.Status.choices)
+    mine = serializers.BooleanField(read_only=True)
+    booking = serializers.IntegerField(read_only=True, allow_null=True)
+    lab = serializers.DictField(read_only=True, allow_null=True)
 
-    class Meta:
-        model = Booking
-        fields = ["start", "end", "status", "mine", "booking", "lab"]
 
-    def _own_lab(self, booking: Booking) -> bool:
-        request = self.context["request"]
-        if request.user.is_site_admin:
-            return True
-        labs = self.context.setdefault(
-            "_labs", set(request.user.memberships.values_list("lab_id", flat=True))
-        )
-        return booking.lab_id in labs
+class AvailabilityQuerySerializer(serializers.Serializer):
+    start = AwareDateTimeField()
+    end = AwareDateTimeField()
+    duration_minutes = serializers.IntegerField(min_value=1, max_value=60 * 24 * 90, required=False)
 
-    def get_mine(self, booking: Booking) -> bool:
-        return booking.user_id == self.context["request"].user.pk
+    def validate(self, attrs: dict) -> dict:
+        if attrs["end"] <= attrs["start"]:
+            raise serializers.ValidationError(
+                {
+                    "end": [
+                        serializers.ErrorDetail(
+                            "The end must be after the start.", code="end_before_start"
+                        )
+                    ]
+                }
+            )
+        if (attrs["end"] - attrs["start"]).days > 92:
+            raise serializers.ValidationError(
+                {
+                    "end": [
+                        serializers.ErrorDetail(
+                            "Ask for at most 92 days at once.", code="range_too_long"
+                        )
+                    ]
+                }
+            )
+        return attrs
 
-    def get_booking(self, booking: Booking) -> int | None:
-        return booking.pk if self._own_lab(booking) else None
 
-    def get_lab(self, booking: Booking) -> dict | None:
-        return LabSummarySerializer(booking.lab).data if self._own_lab(booking) else None
+class IntervalSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    used = serializers.IntegerField()
+    free = serializers.IntegerField()
+    blackout = serializers.BooleanField()
+
+
+class WindowSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+
+
+class AvailabilitySerializer(serializers.Serializer):
+    pool = serializers.IntegerField()
+    capacity = serializers.IntegerField()
+    duration_minutes = serializers.IntegerField()
+    intervals = IntervalSerializer(many=True)
+    next_free = WindowSerializer(many=True)

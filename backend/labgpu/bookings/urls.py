@@ -6,6 +6,7 @@ from labgpu.bookings.express import with_express_lane
 
 router = SimpleRouter()
 router.register("bookings", apis.BookingViewSet, basename="booking")
+router.register("pools", apis.PoolCalendarViewSet, basename="pool")
 
 
 def _route(pattern: URLPattern) -> URLPattern:

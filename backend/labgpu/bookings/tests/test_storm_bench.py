@@ -29,7 +29,7 @@ def test_a_short_booking_storm_books_and_verifies_capacity():
         sys.executable, str(STORM), "--json", "--pg-url", database_url(database=""),
         "--db", f"labgpu_storm_smoke_{os.getpid()}",
         "--clients", "4", "--seconds", "2", "--warmup", "0", "--workers", "1",
-        "--pools", "2", "--capacity", "2", "--days", "2",
+        "--pools", "2", "--capacity", "2", "--days", "2", "--preseed", "200",
     ]  # fmt: skip
     result = subprocess.run(
         storm,
