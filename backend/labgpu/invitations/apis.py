@@ -111,8 +111,9 @@ class InvitationPreviewView(APIView):
     """What an invitation link offers, for its holder, signed in or not. The secret travels in
     the body, so it stays out of access logs."""
 
+    # The default throttles: a link's 256-bit secret cannot be guessed, and the page asks on
+    # every load, so the tight login limit would only trip honest readers.
     permission_classes = [AllowAny]
-    throttle_classes = [LoginRateThrottle]
 
     @extend_schema(request=InvitationTokenSerializer, responses=InvitationPreviewSerializer)
     def post(self, request: Request) -> Response:
@@ -126,7 +127,6 @@ class InvitationAcceptView(APIView):
     """The signed-in user joins the lab the link invites to."""
 
     authentication_classes = [CsrfCheckedSessionAuthentication]  # a person, not a script
-    throttle_classes = [LoginRateThrottle]
 
     @extend_schema(request=InvitationTokenSerializer, responses=InvitationAcceptedSerializer)
     def post(self, request: Request) -> Response:

@@ -262,3 +262,15 @@ def test_invitation_links_never_reach_the_access_log():
 
     assert redact(line) == 'GET /invite/lgi_0a1b2c3d_[redacted] HTTP/1.1" 200'
     assert re.search(r"Zm9v", redact(line)) is None
+
+
+def test_sign_up_attempts_share_the_login_limit_per_address(db):
+    client, csrf = anonymous_with_csrf()
+    body = {"token": "lgi_00000000_not-a-real-secret", "username": "x", "password": "y"}
+
+    codes = [
+        client.post("/api/v1/invitations/sign-up/", body, HTTP_X_CSRFTOKEN=csrf).status_code
+        for _ in range(11)
+    ]
+
+    assert codes == [404] * 10 + [429]  # LABGPU_THROTTLE_LOGIN: 10/min
