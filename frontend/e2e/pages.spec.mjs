@@ -54,6 +54,7 @@ describe('pages', () => {
     ['bob', '/labs', 'lab-members'],
     ['bob', '/usage', 'usage'],
     ['carol', '/nodes', 'nodes'],
+    ['carol', '/directory-groups', 'group-mappings'],
     ['carol', '/approvals', 'approvals-site-admin'],
   ]
   for (const [user, path, name] of pages) {

@@ -39,12 +39,29 @@ export DJANGO_EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend" L
 export E2E_MAIL_DIR="$VAR/mail" LABGPU_PUBLIC_URL="http://127.0.0.1:$PORT"
 
 cd "$ROOT/backend"
+# A real OpenID Provider (backend/labgpu/sso/tests/op) for the SSO spec; LabGPU signs in with it.
+# Without Node the SSO spec skips itself (E2E_OIDC_ISSUER unset) and the rest run as before.
+OP=""
+if command -v node >/dev/null; then
+  "$PY" -m labgpu.sso.tests.op_server "http://127.0.0.1:$PORT" > "$VAR/op.log" 2>&1 &
+  OP=$!
+  trap 'kill $OP 2>/dev/null || true' EXIT
+  for _ in $(seq 1 150); do grep -q '^OP ready ' "$VAR/op.log" && break; sleep 0.2; done
+  if grep -q '^OP ready ' "$VAR/op.log"; then
+    export LABGPU_OIDC_ISSUER="$(sed -n 's/^OP ready //p' "$VAR/op.log")"
+    export LABGPU_OIDC_CLIENT_ID=labgpu LABGPU_OIDC_CLIENT_SECRET=labgpu-test-secret \
+      LABGPU_OIDC_NAME="Test University" LABGPU_OIDC_GROUPS_CLAIM=groups \
+      LABGPU_OIDC_SCOPES="openid email profile groups" E2E_OIDC_ISSUER="$LABGPU_OIDC_ISSUER"
+  else
+    echo "The test OpenID Provider did not start (var/e2e/op.log); the SSO spec will skip." >&2
+  fi
+fi
 "$PY" manage.py migrate --noinput >/dev/null
 "$PY" manage.py seed_demo --json > "$VAR/users.json"
 "$ROOT/.venv/bin/gunicorn" config.wsgi --bind "127.0.0.1:$PORT" --workers 2 \
   --log-level warning > "$VAR/server.log" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true' EXIT
+trap 'kill $SERVER ${OP} 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do
   # /healthz, not the schema: generating the schema can outlast a worker's timeout on a busy machine.
   curl -fs --max-time 10 "http://127.0.0.1:$PORT/healthz" >/dev/null && break

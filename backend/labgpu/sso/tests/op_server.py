@@ -150,16 +150,20 @@ def ensure_op_installed() -> str:
     return node
 
 
-def start_op(*, rp_origins: list[str]) -> Iterator[OpenIdProvider]:
-    node = ensure_op_installed()
-    port = free_port()
-    config = {
+def op_config(rp_origins: list[str]) -> dict:
+    return {
         "clients": [
             _client(CLIENT_ID, CLIENT_SECRET, rp_origins),
             _client(OTHER_CLIENT_ID, OTHER_CLIENT_SECRET, rp_origins),
         ],
         "accounts": ACCOUNTS,
     }
+
+
+def start_op(*, rp_origins: list[str]) -> Iterator[OpenIdProvider]:
+    node = ensure_op_installed()
+    port = free_port()
+    config = op_config(rp_origins)
     process = subprocess.Popen(
         [node, str(OP_DIR / "op.mjs")],
         cwd=OP_DIR,
@@ -175,3 +179,19 @@ def start_op(*, rp_origins: list[str]) -> Iterator[OpenIdProvider]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    # For the browser suite (frontend/scripts/run-e2e.sh): serve the OP for a LabGPU at the given
+    # origin until killed; prints "OP ready <issuer>" once it listens.
+    import signal
+    import sys
+
+    provider = start_op(rp_origins=[sys.argv[1]])
+    op = next(provider)
+    print(f"OP ready {op.issuer}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        op.process.wait()
+    finally:
+        provider.close()
