@@ -3,7 +3,7 @@
 Python's `json` recurses once per nesting level, so 50,000 `[` raise RecursionError (a 500) on
 any endpoint, anonymous login included; and `1e400` parses to infinity, which later overflows an
 `int()` or breaks the JSON renderer. `SafeJSONParser` refuses both with a 400 before anything
-recursive runs; the booking express lane uses the same `loads_bounded`.
+recursive runs.
 """
 
 from __future__ import annotations

@@ -13,11 +13,7 @@ if TYPE_CHECKING:
 
 
 class PrincipalRateThrottle(SimpleRateThrottle):
-    """Rate per API token, else per user: a runaway script cannot starve the SPA.
-
-    A token's bucket is named after its hash, so the booking express lane, which knows only the
-    hash of the header it was sent, counts against the same bucket as DRF's views.
-    """
+    """Rate per API token, else per user: a runaway script cannot starve the SPA."""
 
     scope = "principal"
 
@@ -37,28 +33,7 @@ class PrincipalRateThrottle(SimpleRateThrottle):
         key = self.get_cache_key(request, view)
         if key is None:
             return True
-        earlier = getattr(getattr(request, "_request", request), "express_throttle", None)
-        if earlier is not None and getattr(earlier, "key", None) == key:
-            # The booking express lane already counted this request, then handed it over.
-            self.__dict__.update(earlier.__dict__)
-            return earlier.allowed
         return self.allow_key(key)
-
-    def allow_token(self, secret_hash: str) -> bool:
-        """The same check for a caller that knows only the token's hash (the express lane)."""
-        return self.rate is None or self.allow_key(self.key_for_token(secret_hash))
-
-    def forget(self) -> None:
-        """Take back the request just counted (the express lane found its token unusable)."""
-        if getattr(self, "key", None) is None:
-            return  # nothing was counted (no rate)
-        history = self.cache.get(self.key, [])
-        if self.now in history:
-            history.remove(self.now)
-        if history:
-            self.cache.set(self.key, history, self.duration)
-        else:
-            self.cache.delete(self.key)
 
     def allow_key(self, key: str) -> bool:
         """SimpleRateThrottle's sliding window over the request history kept in the cache."""

@@ -1,4 +1,5 @@
 import django_filters
+from django.db.models import Q
 
 from labgpu.api.fields import IdFilter, UtcIsoDateTimeFilter
 from labgpu.api.filters import FilterSet
@@ -17,10 +18,27 @@ class BookingFilter(FilterSet):
     lab = IdFilter(field_name="lab_id")
     pool = IdFilter(field_name="pool_id")
     mine = django_filters.BooleanFilter(method="filter_mine", label="Only my own bookings")
+    awaiting_decision = django_filters.BooleanFilter(
+        method="filter_awaiting_decision",
+        label="Bookings, and extensions of approved bookings, waiting for a lab admin's decision",
+    )
 
     class Meta:
         model = Booking
         fields = ["status", "pool", "lab", "user"]
+
+    def filter_awaiting_decision(self, queryset, name, value):  # type: ignore[no-untyped-def]
+        waiting = Q(status=Booking.Status.PENDING) | Q(
+            pending_end__isnull=False,
+            status__in=[
+                Booking.Status.SCHEDULED,
+                Booking.Status.PROVISIONING,
+                Booking.Status.READY,
+            ],
+        )
+        if value is None:
+            return queryset
+        return queryset.filter(waiting) if value else queryset.exclude(waiting)
 
     def filter_mine(self, queryset, name, value):  # type: ignore[no-untyped-def]
         return queryset.filter(user=self.request.user) if value else queryset

@@ -78,6 +78,9 @@ class Booking(BaseModel):
     pool = models.ForeignKey("catalog.NodePool", on_delete=models.PROTECT, related_name="bookings")
     start = models.DateTimeField()
     end = models.DateTimeField()
+    # An approved booking of a pool that requires approval asked to end later: a lab admin decides.
+    # Until then the booking ends at `end` but holds its slot up to this end (reserved_end).
+    pending_end = models.DateTimeField(null=True, blank=True)
     purpose = models.CharField(max_length=500, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)

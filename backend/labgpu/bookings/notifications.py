@@ -71,6 +71,23 @@ def booking_decided(booking: Booking) -> None:
     _send(user, subject, body)
 
 
+def booking_extension_decided(booking: Booking, *, approved: bool, reason: str) -> None:
+    user = booking.user
+    with translation.override(user.language):
+        if approved:
+            subject = _("Your booking #%(id)s was extended") % {"id": booking.pk}
+        else:
+            subject = _("Your booking #%(id)s was not extended") % {"id": booking.pk}
+        body = _("%(pool)s, %(start)s – %(end)s. %(reason)s") % {
+            "pool": booking.pool.name,
+            "start": local_time(booking.start, user),
+            "end": local_time(booking.end, user),
+            "reason": reason,
+        }
+        body = _with_link(body, booking)
+    _send(user, subject, body)
+
+
 def booking_ready(booking: Booking) -> None:
     user = booking.user
     with translation.override(user.language):

@@ -50,6 +50,7 @@ class BookingSerializer(serializers.ModelSerializer):
             "user",
             "start",
             "end",
+            "pending_end",
             "purpose",
             "status",
             "status_changed_at",

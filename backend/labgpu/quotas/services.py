@@ -1,4 +1,4 @@
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
@@ -7,105 +7,11 @@ from django.db.models import F
 from labgpu.accounts.models import Lab, User
 from labgpu.accounts.selectors import is_lab_admin
 from labgpu.audit.services import audit_record
-from labgpu.bookings.models import Booking
 from labgpu.catalog.models import InstanceType
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
-from labgpu.core.timeutils import month_bounds, month_start, next_month, now
+from labgpu.core.timeutils import month_start, now
 from labgpu.core.transitions import transition
 from labgpu.quotas.models import Quota, QuotaRequest
-from labgpu.quotas.selectors import TWO_PLACES, booking_gpu_hours_in, quota_usage
-
-QUOTA_ALERTS = (80, 100)
-
-
-def months_touched(start: datetime, end: datetime) -> list[date]:
-    months = [month_start(start)]
-    while month_bounds(months[-1])[1] < end:
-        months.append(next_month(months[-1]))
-    return months
-
-
-def quota_check_and_lock(*, booking: Booking, exclude_booking_id: int | None = None) -> bool:
-    """Raise `quota_exceeded` unless every month `booking` touches has room for it; returns
-    whether the booking crosses an alert threshold (QUOTA_ALERTS) not yet announced.
-
-    Must run inside the transaction that writes the booking: the quota rows are locked FOR UPDATE
-    so parallel bookings of one lab queue here instead of both seeing the same free hours (I-2).
-    """
-    instance_type_id = booking.pool.instance_type_id
-    crosses_alert = False
-    for month in months_touched(booking.start, booking.end):
-        locked = list(
-            Quota.objects.select_for_update().filter(
-                lab_id=booking.lab_id, instance_type_id=instance_type_id, month=month
-            )
-        )
-        usage = quota_usage(
-            lab_id=booking.lab_id,
-            instance_type_id=instance_type_id,
-            month=month,
-            exclude_booking_id=exclude_booking_id,
-            quota=locked[0] if locked else None,
-        )
-        month_begin, month_end = month_bounds(month)
-        needed = booking_gpu_hours_in(booking, month_begin, month_end).quantize(TWO_PLACES)
-        if not locked or needed > usage.remaining:
-            raise Conflict(
-                f"Not enough quota for {month:%Y-%m}: {needed} GPU-hours needed, "
-                f"{usage.remaining} remaining.",
-                code="quota_exceeded",
-                extra={
-                    "month": month.isoformat(),
-                    "needed_gpu_hours": str(needed),
-                    "remaining_gpu_hours": str(usage.remaining),
-                },
-            )
-        quota = locked[0]
-        if quota.gpu_hours > 0:
-            percent = (usage.used + usage.committed + needed) * 100 / quota.gpu_hours
-            crosses_alert |= any(percent >= t > quota.notified_percent for t in QUOTA_ALERTS)
-    return crosses_alert
-
-
-def quota_notify_thresholds(*, booking: Booking) -> None:
-    """Tell lab admins once when committed + used hours cross 80 % and 100 % of a month's quota."""
-    from labgpu.accounts.models import Membership
-    from labgpu.bookings import notifications
-
-    for month in months_touched(booking.start, booking.end):
-        quota = (
-            Quota.objects.filter(
-                lab_id=booking.lab_id, instance_type_id=booking.pool.instance_type_id, month=month
-            )
-            .select_related("lab", "instance_type")
-            .first()
-        )
-        if quota is None or quota.gpu_hours <= 0:
-            continue
-        usage = quota_usage(
-            lab_id=quota.lab_id, instance_type_id=quota.instance_type_id, month=month
-        )
-        percent = (usage.used + usage.committed) * 100 / quota.gpu_hours
-        crossed = [t for t in QUOTA_ALERTS if percent >= t and quota.notified_percent < t]
-        if not crossed:
-            continue
-        # CAS on the threshold: parallel bookings crossing it together send one email.
-        if Quota.objects.filter(pk=quota.pk, notified_percent=quota.notified_percent).update(
-            notified_percent=crossed[-1]
-        ):
-            admins = [
-                m.user
-                for m in Membership.objects.filter(
-                    lab_id=quota.lab_id, role=Membership.Role.LAB_ADMIN
-                ).select_related("user")
-            ]
-            notifications.quota_threshold(
-                lab=quota.lab,
-                instance_type=quota.instance_type,
-                month=month,
-                percent=crossed[-1],
-                recipients=admins,
-            )
 
 
 @transaction.atomic

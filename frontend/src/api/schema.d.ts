@@ -1139,6 +1139,8 @@ export interface components {
             readonly start: string;
             /** Format: date-time */
             readonly end: string;
+            /** Format: date-time */
+            readonly pending_end: string | null;
             readonly purpose: string;
             readonly status: components["schemas"]["BookingStatusEnum"];
             /** Format: date-time */
@@ -3790,6 +3792,8 @@ export interface operations {
     v1_bookings_list: {
         parameters: {
             query?: {
+                /** @description Bookings, and extensions of approved bookings, waiting for a lab admin's decision */
+                awaiting_decision?: boolean;
                 /** @description Bookings that start before this moment */
                 end_before?: string;
                 lab?: number;

@@ -133,13 +133,17 @@ def test_parallel_retries_with_one_idempotency_key_make_one_booking(
 
     import httpx
 
+    from labgpu.bookings.models import IdempotencyKey
+
+    RETRIES = 20  # issue 13 item 8: idempotency under 20 parallel retries
+
     _, raw = token_create(user=alice, name="retry", scopes=["book"])
     body = {
         "pool": pool.pk,
         "start": tomorrow.isoformat(),
         "end": (tomorrow + timedelta(hours=1)).isoformat(),
     }
-    barrier = threading.Barrier(8)
+    barrier = threading.Barrier(RETRIES)
 
     def send(_):
         with httpx.Client(timeout=60) as client:
@@ -150,11 +154,12 @@ def test_parallel_retries_with_one_idempotency_key_make_one_booking(
                 headers={"Authorization": f"Bearer {raw}", "Idempotency-Key": "same-key"},
             )
 
-    with ThreadPoolExecutor(8) as executor:
-        responses = list(executor.map(send, range(8)))
+    with ThreadPoolExecutor(RETRIES) as executor:
+        responses = list(executor.map(send, range(RETRIES)))
     assert {r.status_code for r in responses} <= {200, 201}, [r.text for r in responses]
     assert len({r.json()["id"] for r in responses}) == 1
     assert alice.bookings.count() == 1
+    assert IdempotencyKey.objects.filter(user=alice, key="same-key").count() == 1
 
 
 def test_ssh_keys_are_validated_and_fingerprinted(as_alice):

@@ -39,7 +39,7 @@ def test_pool_availability_far_outside_the_range_is_a_400(as_alice, pool, start,
 @pytest.mark.parametrize(("start", "end"), FAR)
 def test_booking_far_outside_the_range_is_a_400_on_both_paths(alice, pool, quotas, start, end):
     body = {"pool": pool.pk, "start": start, "end": end, "purpose": "far"}
-    for client in (client_for(alice), client_for(alice, scopes=["book"])):  # DRF, express lane
+    for client in (client_for(alice), client_for(alice, scopes=["book"])):  # session, token
         assert_out_of_range(client.post("/api/v1/bookings/", body, format="json"), "start")
     assert Booking.objects.count() == 0
 

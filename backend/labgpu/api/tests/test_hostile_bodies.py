@@ -73,7 +73,7 @@ def test_deeply_nested_json_never_reaches_the_recursive_parser_on_any_endpoint(c
                 assert response.json()["code"] == "too_deeply_nested", (method, path)
 
 
-def test_deeply_nested_json_is_refused_by_the_booking_express_lane(alice, pool, quotas):
+def test_deeply_nested_json_is_refused_on_a_token_booking_create(alice, pool, quotas):
     token_client = client_for(alice, scopes=["book"])
     assert_json_400(send(token_client, "POST", "/api/v1/bookings/", DEEP), "too_deeply_nested")
     nested_field = raw_json(pool=str(pool.pk), end='"2030-01-01T00:00:00Z"', purpose=DEEP)
@@ -97,7 +97,7 @@ def test_huge_numbers_in_booking_ids_are_a_400_on_both_paths(
     text = raw_json(
         **values, start=f'"{start.isoformat()}"', end=f'"{end.isoformat()}"', purpose='"x"'
     )
-    for client in (client_for(alice), client_for(alice, scopes=["book"])):  # DRF, express lane
+    for client in (client_for(alice), client_for(alice, scopes=["book"])):  # session, token
         assert_json_400(send(client, "POST", "/api/v1/bookings/", text))
     assert Booking.objects.count() == 0
 

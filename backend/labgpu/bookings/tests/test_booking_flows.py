@@ -219,3 +219,151 @@ def test_availability_shows_free_capacity_and_next_windows(as_alice, pool, quota
     assert first["used"] == 1 and first["free"] == 1
     assert any(i["blackout"] and i["free"] == 0 for i in body["intervals"])
     assert body["next_free"][0]["start"].startswith(tomorrow.strftime("%Y-%m-%dT%H:%M"))
+
+
+@pytest.fixture
+def week_pool(instance_type):
+    """Approval required, bookings up to 7 days, one node."""
+    return NodePoolFactory(
+        instance_type=instance_type,
+        capacity=1,
+        requires_approval=True,
+        max_duration_minutes=7 * 24 * 60,
+        max_days_ahead=60,
+    )
+
+
+def extend(client, booking, end):
+    return client.post(
+        f"/api/v1/bookings/{booking['id']}/extend/", {"end": end.isoformat()}, format="json"
+    )
+
+
+def approved(as_alice, as_bob, pool, start, hours=1):
+    booking = create(as_alice, pool, start, hours=hours)
+    response = as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/", {}, format="json")
+    assert response.json()["status"] == "scheduled", response.content
+    return booking
+
+
+def test_extending_an_approved_booking_needs_approval_again(
+    as_alice, as_bob, as_mallory, week_pool, quotas, tomorrow
+):
+    """Issue 13: an approved 1-hour booking extended to 7 days must not silently run 7 days."""
+    booking = approved(as_alice, as_bob, week_pool, tomorrow)
+    week_later = tomorrow + timedelta(days=7)
+
+    asked = extend(as_alice, booking, week_later)
+
+    assert asked.status_code == 200, asked.content
+    row = Booking.objects.get(pk=booking["id"])
+    assert (row.status, row.end, row.pending_end) == (
+        "scheduled",
+        tomorrow + timedelta(hours=1),
+        week_later,
+    )
+    assert asked.json()["pending_end"] == week_later.isoformat().replace("+00:00", "Z")
+    # The asked time is held: nobody else gets the node meanwhile.
+    assert row.reserved_end == week_later + timedelta(minutes=week_pool.teardown_grace_minutes)
+    taken = as_alice.post(
+        "/api/v1/bookings/",
+        {
+            "pool": week_pool.pk,
+            "start": (tomorrow + timedelta(days=2)).isoformat(),
+            "end": (tomorrow + timedelta(days=2, hours=1)).isoformat(),
+        },
+        format="json",
+    )
+    assert taken.status_code == 409 and taken.json()["code"] == "pool_full"
+    # The lab admins see it in their queue; another lab does not.
+    queue = as_bob.get("/api/v1/bookings/", {"awaiting_decision": "true"}).json()
+    assert [b["id"] for b in queue["results"]] == [booking["id"]]
+    assert as_mallory.get("/api/v1/bookings/", {"awaiting_decision": "true"}).json()["count"] == 0
+    assert AuditEvent.objects.filter(
+        action="booking.extension_request", target_id=str(booking["id"])
+    ).exists()
+
+    decided = as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/", {}, format="json")
+
+    assert decided.status_code == 200, decided.content
+    row.refresh_from_db()
+    assert (row.status, row.end, row.pending_end) == ("scheduled", week_later, None)
+    assert AuditEvent.objects.filter(
+        action="booking.extension_approve", target_id=str(booking["id"]), actor__username="bob"
+    ).exists()
+    assert as_bob.get("/api/v1/bookings/", {"awaiting_decision": "true"}).json()["count"] == 0
+
+
+def test_a_rejected_extension_keeps_the_approved_end_and_frees_the_held_time(
+    as_alice,
+    as_bob,
+    alice,
+    week_pool,
+    quotas,
+    tomorrow,
+    mailoutbox,
+    django_capture_on_commit_callbacks,
+):
+    booking = approved(as_alice, as_bob, week_pool, tomorrow)
+    assert extend(as_alice, booking, tomorrow + timedelta(days=3)).status_code == 200
+    missing = as_bob.post(f"/api/v1/bookings/{booking['id']}/reject/", {}, format="json")
+    assert missing.status_code == 400 and missing.json()["code"] == "reason_required"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        rejected = as_bob.post(
+            f"/api/v1/bookings/{booking['id']}/reject/", {"reason": "Not this week"}, format="json"
+        )
+
+    assert rejected.status_code == 200, rejected.content
+    row = Booking.objects.get(pk=booking["id"])
+    assert (row.status, row.end, row.pending_end) == (
+        "scheduled",
+        tomorrow + timedelta(hours=1),
+        None,
+    )
+    assert row.reserved_end == row.end + timedelta(minutes=week_pool.teardown_grace_minutes)
+    assert [(m.to, "was not extended" in m.subject) for m in mailoutbox] == [([alice.email], True)]
+    create(as_alice, week_pool, tomorrow + timedelta(days=1))  # the held time is free again
+    assert AuditEvent.objects.filter(
+        action="booking.extension_reject", target_id=str(booking["id"])
+    ).exists()
+    again = as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/", {}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "already_decided"
+
+
+def test_an_extension_is_approved_only_while_the_quota_still_allows_it(
+    as_alice, as_bob, week_pool, quotas, mid_next_month
+):
+    booking = approved(as_alice, as_bob, week_pool, mid_next_month)
+    assert extend(as_alice, booking, mid_next_month + timedelta(days=2)).status_code == 200
+    for quota in quotas:  # meanwhile the lab's quota shrank
+        quota.gpu_hours = 10
+        quota.save()
+
+    refused = as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/", {}, format="json")
+
+    assert refused.status_code == 409 and refused.json()["code"] == "quota_exceeded"
+    row = Booking.objects.get(pk=booking["id"])
+    assert (row.end, row.pending_end) == (
+        mid_next_month + timedelta(hours=1),
+        mid_next_month + timedelta(days=2),
+    )
+
+
+def test_a_lab_admin_extends_a_members_approved_booking_directly(
+    as_alice, as_bob, week_pool, quotas, tomorrow
+):
+    booking = approved(as_alice, as_bob, week_pool, tomorrow)
+    longer = extend(as_bob, booking, tomorrow + timedelta(hours=5))
+    assert longer.status_code == 200, longer.content
+    row = Booking.objects.get(pk=booking["id"])
+    assert (row.end, row.pending_end) == (tomorrow + timedelta(hours=5), None)
+
+
+def test_a_pending_booking_extends_at_once_and_is_approved_as_a_whole(
+    as_alice, as_bob, week_pool, quotas, tomorrow
+):
+    booking = create(as_alice, week_pool, tomorrow)
+    assert extend(as_alice, booking, tomorrow + timedelta(days=2)).status_code == 200
+    row = Booking.objects.get(pk=booking["id"])
+    assert (row.status, row.end, row.pending_end) == ("pending", tomorrow + timedelta(days=2), None)

@@ -16,8 +16,7 @@ URL = "/api/v1/bookings/"
 
 @pytest.fixture(params=["session", "token"])
 def as_alice(request, alice):
-    """Every rule both ways: a session goes through DRF; on PostgreSQL a token takes the express
-    lane (bookings/express.py), which must accept exactly what the service accepts."""
+    """Every rule both ways: with a session and with an API token (scripts book with tokens)."""
     return client_for(alice, scopes=None if request.param == "session" else ["book"])
 
 

@@ -92,7 +92,7 @@ def test_requests_answer_normally_while_the_broker_is_down_and_the_work_is_done_
     as_alice = Api(live_server.url, alice)
 
     # A booking due now: its start is enqueued on commit, with no broker to take it.
-    # Booked over a token on PostgreSQL, this takes the express lane; the sweep starts it.
+    # The on-commit publish fails with the broker away: the outbox row (or the sweep) starts it.
     made = while_broker_down(
         lifecycle, lambda: as_alice.post("/api/v1/bookings/", on_demand_body(lifecycle.pool, 40))
     )

@@ -49,8 +49,7 @@ def test_polling_200_booting_nodes_costs_one_listing_not_200_gets(lifecycle, vis
 
 @pytest.mark.parametrize("scopes", [None, ["book"]], ids=["session", "token"])
 def test_a_booking_due_now_starts_without_waiting_for_the_sweep(lifecycle, alice, scopes):
-    """No beat runs: only the on-commit enqueue can start it (through DRF's service with a
-    session, through the express lane with a token on PostgreSQL)."""
+    """No beat runs: only the on-commit enqueue can start it (with a session and with a token)."""
     lifecycle.start_worker(beat=False)
     response = client_for(alice, scopes=scopes).post(
         "/api/v1/bookings/", on_demand_body(lifecycle.pool), format="json"

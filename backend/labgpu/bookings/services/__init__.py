@@ -1,0 +1,43 @@
+"""Writes about bookings, by concern:
+
+- `snapshot.py` — what the rules read, loaded under the pool (and quota) locks;
+- `rules.py` — every booking rule, written once, used by create and extend;
+- `slots.py` — capacity: slot choice, repacking, next free windows on a full pool;
+- `changes.py` — create, extend, cancel; `decisions.py` — approve, reject, expire;
+- `idempotency.py`, `quota_alerts.py`.
+
+Other apps import from here (`labgpu.bookings.services`), not from the modules.
+"""
+
+from labgpu.bookings.services.changes import (
+    ON_DEMAND_TOLERANCE,
+    START_BOOKING_TASK,
+    WIND_DOWN_TASK,
+    booking_cancel,
+    booking_create,
+    booking_extend,
+)
+from labgpu.bookings.services.decisions import (
+    booking_approve,
+    booking_expire,
+    booking_reject,
+    bookings_expire_stale_pending,
+)
+from labgpu.bookings.services.idempotency import idempotency_fingerprint, idempotency_keys_purge
+from labgpu.bookings.services.slots import PoolFull
+
+__all__ = [
+    "ON_DEMAND_TOLERANCE",
+    "START_BOOKING_TASK",
+    "WIND_DOWN_TASK",
+    "PoolFull",
+    "booking_approve",
+    "booking_cancel",
+    "booking_create",
+    "booking_expire",
+    "booking_extend",
+    "booking_reject",
+    "bookings_expire_stale_pending",
+    "idempotency_fingerprint",
+    "idempotency_keys_purge",
+]

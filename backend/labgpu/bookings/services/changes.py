@@ -1,0 +1,285 @@
+"""Create, extend and cancel bookings. Every rule is checked (rules.py) over a snapshot loaded under
+the pool lock (snapshot.py), inside the transaction that writes; the booking, its audit entry and
+its idempotency key commit together."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from labgpu.accounts.models import Lab, Membership, User
+from labgpu.accounts.selectors import is_lab_admin
+from labgpu.audit.services import audit_record
+from labgpu.bookings.models import Booking, IdempotencyKey
+from labgpu.bookings.selectors import booking_changeable_by
+from labgpu.bookings.services.idempotency import idempotent_replay
+from labgpu.bookings.services.quota_alerts import quota_alerts_send
+from labgpu.bookings.services.rules import check_all, crosses_quota_alert, needs_approval
+from labgpu.bookings.services.slots import place, pool_full
+from labgpu.bookings.services.snapshot import Ask, pool_lock, snapshot_load
+from labgpu.catalog.models import NodePool
+from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
+from labgpu.core.outbox import enqueue_on_commit
+from labgpu.core.timeutils import now
+from labgpu.core.transitions import transition
+
+EXCLUSION_VIOLATION = "23P01"  # PostgreSQL: booking_live_slot_no_overlap refused the row
+# A start inside the current minute means "now": the booking is on demand and provisions at once.
+ON_DEMAND_TOLERANCE = timedelta(seconds=60)
+START_BOOKING_TASK = "labgpu.provisioning.tasks.start_booking"
+WIND_DOWN_TASK = "labgpu.provisioning.tasks.wind_down_booking"
+Status = Booking.Status
+EXTENDABLE = (Status.PENDING, Status.SCHEDULED, Status.PROVISIONING, Status.READY)
+# Columns a booking's row lock re-reads: what a parallel writer may have changed.
+LOCKED_FIELDS = ["status", "end", "pending_end", "reserved_start", "reserved_end", "slot"]
+
+
+def booking_create(
+    *,
+    user: User,
+    pool: NodePool | int,
+    end: datetime,
+    start: datetime | None = None,
+    purpose: str = "",
+    lab: Lab | None = None,
+    idempotency_key: str | None = None,
+    request_fingerprint: str = "",
+) -> tuple[Booking, bool]:
+    """Reserve a node of `pool` for [start, end); returns (booking, created).
+
+    With an `idempotency_key` a retried request returns the booking the first one made. Raises
+    `PoolFull` (409, with the next free windows), `quota_exceeded`, or a rule error.
+    """
+    pool_id = pool if isinstance(pool, int) else pool.pk
+    if idempotency_key:
+        replay = idempotent_replay(user, idempotency_key, request_fingerprint)
+        if replay:
+            return replay, False
+    try:
+        with transaction.atomic():
+            booking = _booking_create(
+                user=user, pool_id=pool_id, start=start, end=end, purpose=purpose, lab=lab
+            )
+            if idempotency_key:
+                IdempotencyKey.objects.create(
+                    user=user,
+                    key=idempotency_key,
+                    request_fingerprint=request_fingerprint,
+                    booking=booking,
+                )
+    except IntegrityError as error:
+        # Another request with the same key committed first, or the exclusion constraint caught
+        # a race the pool lock should have prevented; both are answered without a 500. Any other
+        # integrity error is a bug and must surface as one.
+        if idempotency_key:
+            replay = idempotent_replay(user, idempotency_key, request_fingerprint)
+            if replay:
+                return replay, False
+        if getattr(error.__cause__, "sqlstate", None) != EXCLUSION_VIOLATION:
+            raise
+        start = start or now()
+        raise pool_full(
+            NodePool.objects.get(pk=pool_id), duration=end - start, after=start
+        ) from error
+    return booking, True
+
+
+def _resolve_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
+    memberships = list(Membership.objects.filter(user=user).select_related("lab"))
+    if lab is None:
+        if len(memberships) == 1:
+            return memberships[0].lab, memberships[0]
+        if not memberships:
+            raise NotPermitted("You are not a member of any lab.", code="not_a_member", field="lab")
+        raise ApplicationError(
+            "You are in several labs: say which one books.", code="lab_required", field="lab"
+        )
+    for membership in memberships:
+        if membership.lab_id == lab.pk:
+            return lab, membership
+    # No name: whoever is not a member must not learn what a lab id is called (issue 11 item 12).
+    raise NotPermitted("You are not a member of this lab.", code="not_a_member", field="lab")
+
+
+def _booking_create(
+    *,
+    user: User,
+    pool_id: int,
+    start: datetime | None,
+    end: datetime,
+    purpose: str,
+    lab: Lab | None,
+) -> Booking:
+    moment = now()
+    on_demand = start is None or abs(start - moment) < ON_DEMAND_TOLERANCE
+    if on_demand:
+        start = moment.replace(microsecond=0)
+    assert start is not None
+    lab, membership = _resolve_lab(user, lab)
+    pool = pool_lock(pool_id, lab_id=lab.pk)
+    ask = Ask(
+        user=user,
+        lab=lab,
+        membership=membership,
+        start=start,
+        end=end,
+        on_demand=on_demand,
+        moment=moment,
+    )
+    snap = snapshot_load(ask, pool)
+    check_all(ask, snap)
+    instance_type = pool.instance_type
+    booking = Booking.objects.create(
+        lab=lab,
+        user=user,
+        pool=pool,
+        start=start,
+        end=end,
+        purpose=purpose,
+        status=Status.PENDING if needs_approval(ask, snap) else Status.SCHEDULED,
+        status_changed_at=moment,
+        on_demand=on_demand,
+        slot=place(pool, snap.taken, snap.reserved),
+        reserved_start=snap.reserved[0],
+        reserved_end=snap.reserved[1],
+        gpu_count=instance_type.gpu_count,
+        price_per_hour=instance_type.price_per_hour,
+    )
+    if crosses_quota_alert(ask, snap):
+        transaction.on_commit(lambda: quota_alerts_send(booking=booking))
+    audit_record(
+        actor=user,
+        action="booking.create",
+        target=booking,
+        lab=lab,
+        data={
+            "status": booking.status,
+            "start": start.isoformat(),
+            "end": end.isoformat(),
+            "pool": pool.slug,
+        },
+    )
+    _start_if_due(booking)
+    return booking
+
+
+def _start_if_due(booking: Booking) -> None:
+    """A booking whose provisioning is due already starts once it commits, not at the next sweep
+    (the sweep stays the backstop)."""
+    if booking.status == Status.SCHEDULED and booking.reserved_start <= now():
+        enqueue_on_commit(START_BOOKING_TASK, booking.pk)
+
+
+def booking_lock(booking: Booking) -> None:
+    """Lock the booking's row and re-read what a parallel writer may have changed."""
+    booking.refresh_from_db(
+        fields=LOCKED_FIELDS, from_queryset=Booking.objects.select_for_update(of=("self",))
+    )
+
+
+def may_decide(actor: User, booking: Booking) -> bool:
+    """Whether `actor` may approve `booking`: its lab's admins and site admins, but not the one
+    who asked unless LABGPU_ALLOW_SELF_APPROVAL (approval is a second pair of eyes)."""
+    own = booking.user_id == actor.pk
+    return is_lab_admin(actor, booking.lab_id) and (not own or settings.LABGPU_ALLOW_SELF_APPROVAL)
+
+
+def extension_ask(booking: Booking, end: datetime) -> Ask:
+    membership = Membership.objects.filter(user_id=booking.user_id, lab_id=booking.lab_id).first()
+    return Ask(
+        user=booking.user,
+        lab=booking.lab,
+        membership=membership,
+        start=booking.start,
+        end=end,
+        on_demand=booking.on_demand,
+        moment=now(),
+        booking=booking,
+    )
+
+
+@transaction.atomic
+def booking_extend(*, actor: User, booking: Booking, end: datetime) -> Booking:
+    """Move the end later while capacity, quota and the pool's rules allow.
+
+    In a pool that requires approval, an approved booking's extension is a request: the booking
+    keeps its approved end, holds its slot up to the asked end (`pending_end`), and a lab admin
+    approves or rejects the extension (`booking_approve` / `booking_reject`). The quota is checked
+    now and again, under its lock, when the extension is approved. A booking still pending moves
+    its end at once (its approval is still to come); a lab admin who may approve it extends it
+    directly.
+    """
+    if not booking_changeable_by(actor, booking):
+        raise NotPermitted("You cannot change this booking.", code="not_your_booking")
+    pool = pool_lock(booking.pool_id, lab_id=booking.lab_id)
+    booking_lock(booking)
+    if booking.status not in EXTENDABLE:
+        raise Conflict(f"A {booking.status} booking cannot be extended.", code="invalid_status")
+    ask = extension_ask(booking, end)
+    snap = snapshot_load(ask, pool)
+    check_all(ask, snap)
+    booking.slot = place(pool, snap.taken, snap.reserved, exclude_id=booking.pk)
+    booking.reserved_end = snap.reserved[1]
+    old_end = booking.end
+    data = {"from": old_end.isoformat(), "to": end.isoformat()}
+    if (
+        booking.status != Status.PENDING
+        and needs_approval(ask, snap)
+        and not may_decide(actor, booking)
+    ):
+        booking.pending_end = end
+        action = "booking.extension_request"
+    else:
+        booking.end, booking.pending_end = end, None
+        action = "booking.extend"
+        if crosses_quota_alert(ask, snap):
+            transaction.on_commit(lambda: quota_alerts_send(booking=booking))
+    booking.save(update_fields=["end", "pending_end", "reserved_end", "slot", "updated_at"])
+    audit_record(actor=actor, action=action, target=booking, lab=booking.lab, data=data)
+    return booking
+
+
+@transaction.atomic
+def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Booking:
+    """Cancel before the start or end early; a site admin doing it for others force-ends."""
+    if not booking_changeable_by(actor, booking):
+        raise NotPermitted("You cannot cancel this booking.", code="not_your_booking")
+    moment = now()
+    forced = actor.is_site_admin and booking.user_id != actor.pk
+    if transition(
+        Booking,
+        pk=booking.pk,
+        from_statuses=[Status.PENDING, Status.SCHEDULED],
+        to_status=Status.CANCELLED,
+        ended_by=actor,
+        ended_at=moment,
+    ):
+        action = "booking.force_end" if forced else "booking.cancel"
+    elif transition(
+        Booking,
+        pk=booking.pk,
+        from_statuses=[Status.PROVISIONING, Status.READY],
+        to_status=Status.ENDING,
+        ended_by=actor,
+        ended_at=moment,
+    ):
+        # The node exists: the lifecycle tears it down (now, not at the next sweep) and meters
+        # what was used.
+        action = "booking.force_end" if forced else "booking.end_early"
+        enqueue_on_commit(WIND_DOWN_TASK, booking.pk)
+    else:
+        booking.refresh_from_db(fields=["status"])
+        raise Conflict(f"A {booking.status} booking cannot be cancelled.", code="invalid_status")
+    # Re-read only what the transition wrote: the caller's lab, user, pool and nodes stay loaded.
+    booking.refresh_from_db(fields=["status", "status_changed_at", "updated_at", "ended_at"])
+    booking.ended_by = actor
+    audit_record(
+        actor=actor,
+        action=action,
+        target=booking,
+        lab=booking.lab,
+        data={"reason": reason, "status": booking.status},
+    )
+    return booking

@@ -1,0 +1,252 @@
+"""The booking rules, each written once, used by create and by extend.
+
+A rule is a function `check_…(ask, snap)` that reads only the request (`Ask`) and the snapshot
+loaded under the locks (`BookingSnapshot`, snapshot.py) and raises an `ApplicationError` with a
+stable code when the request breaks it. `RULES` runs them in order; the first broken one answers.
+
+Adding a rule: write its function here, add it to `RULES`, and add a test to
+bookings/tests/test_booking_rules.py (both create and extend go through it). If it needs data the
+snapshot does not hold yet, load it in snapshot.py's `snapshot_load`, in the statements already
+there when you can.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from labgpu.bookings.models import Booking
+from labgpu.bookings.services.slots import fits, pool_full
+from labgpu.bookings.services.snapshot import Ask, BookingSnapshot
+from labgpu.catalog.models import NodePool
+from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
+from labgpu.core.timeutils import hours, is_aligned, month_bounds, overlap
+from labgpu.quotas.selectors import TWO_PLACES
+
+QUOTA_ALERTS = (80, 100)  # percent of a month's quota at which the lab's admins hear about it
+
+
+def check_extends_later(ask: Ask, snap: BookingSnapshot) -> None:
+    if ask.booking is not None and ask.end <= ask.booking.end:
+        raise ApplicationError(
+            "The new end must be later than the current one.", code="end_not_later", field="end"
+        )
+
+
+def check_pool_open(ask: Ask, snap: BookingSnapshot) -> None:
+    if not snap.pool.is_active:
+        raise ApplicationError(f"{snap.pool.name} is closed.", code="pool_inactive", field="pool")
+
+
+def check_lab_may_book(ask: Ask, snap: BookingSnapshot) -> None:
+    pool = snap.pool
+    if not pool.restricted or pool.lab_allowed:
+        return
+    closed_to_all_my_labs = not NodePool.allowed_labs.through.objects.filter(
+        nodepool_id=pool.pk, lab__memberships__user=ask.user
+    ).exists()
+    if closed_to_all_my_labs:  # then, to this user, the pool does not exist (I-6)
+        raise ApplicationError(
+            f'Invalid pk "{pool.pk}" - object does not exist.', code="does_not_exist", field="pool"
+        )
+    raise NotPermitted(
+        f"{ask.lab.name} may not book {pool.name}.", code="lab_not_allowed", field="pool"
+    )
+
+
+def check_times(ask: Ask, snap: BookingSnapshot) -> None:
+    """The pool's time rules. An on-demand booking starts now, and an extension keeps its start:
+    neither start is checked against the past or the grid."""
+    pool, start, end = snap.pool, ask.start, ask.end
+    start_is_given = not ask.on_demand and ask.booking is None
+    grid = pool.granularity_minutes
+    if end <= start:
+        raise ApplicationError(
+            "The end must be after the start.", code="end_before_start", field="end"
+        )
+    if start_is_given and start < ask.moment:
+        raise ApplicationError("The start is in the past.", code="start_in_past", field="start")
+    if start_is_given and not is_aligned(start, grid):
+        raise ApplicationError(
+            f"Bookings in {pool.name} start on a {grid}-minute grid.",
+            code="off_granularity",
+            field="start",
+        )
+    if not is_aligned(end, grid):
+        raise ApplicationError(
+            f"Bookings in {pool.name} end on a {grid}-minute grid.",
+            code="off_granularity",
+            field="end",
+        )
+    minutes = (end - start).total_seconds() / 60
+    if minutes < pool.min_duration_minutes:
+        raise ApplicationError(
+            f"Bookings in {pool.name} last at least {pool.min_duration_minutes} minutes.",
+            code="too_short",
+            field="end",
+        )
+    if minutes > pool.max_duration_minutes:
+        raise ApplicationError(
+            f"Bookings in {pool.name} last at most {pool.max_duration_minutes} minutes.",
+            code="too_long",
+            field="end",
+        )
+    if start > ask.moment + timedelta(days=pool.max_days_ahead):
+        raise ApplicationError(
+            f"{pool.name} takes bookings at most {pool.max_days_ahead} days ahead.",
+            code="too_far_ahead",
+            field="start",
+        )
+
+
+def check_blackouts(ask: Ask, snap: BookingSnapshot) -> None:
+    if not snap.blackouts:
+        return
+    blackout = snap.blackouts[0]
+    raise ApplicationError(
+        f"{snap.pool.name} is closed for maintenance from {blackout.start.isoformat()} "
+        f"to {blackout.end.isoformat()}.",
+        code="blackout",
+        field="start",
+        extra={
+            "blackout": {
+                "start": blackout.start.isoformat(),
+                "end": blackout.end.isoformat(),
+                "reason": blackout.reason,
+            }
+        },
+    )
+
+
+def week_bounds(moment: datetime, tz: zoneinfo.ZoneInfo) -> tuple[datetime, datetime]:
+    """The member's local week (Monday 00:00) around `moment`; DST-aware."""
+    local = moment.astimezone(tz)
+    monday = (local - timedelta(days=local.weekday())).replace(
+        hour=0, minute=0, second=0, microsecond=0
+    )
+    return monday, monday + timedelta(days=7)
+
+
+def check_member_limits(ask: Ask, snap: BookingSnapshot) -> None:
+    """A lab may cap a member's bookings at a time and hours per week (their own time zone)."""
+    membership, start, end = ask.membership, ask.start, ask.end
+    if membership is None:
+        return
+    if membership.max_concurrent_bookings is not None:
+        overlapping = sum(
+            1
+            for b_start, b_end, status in snap.member_bookings
+            if status in Booking.LIVE_STATUSES and b_start < end and b_end > start
+        )
+        if overlapping >= membership.max_concurrent_bookings:
+            raise Conflict(
+                f"Your lab allows you {membership.max_concurrent_bookings} bookings at a time.",
+                code="member_concurrency_exceeded",
+                extra={"limit": membership.max_concurrent_bookings},
+            )
+    if membership.max_hours_per_week is None:
+        return
+    week_start, week_end = week_bounds(start, zoneinfo.ZoneInfo(ask.user.timezone or "UTC"))
+    limit = timedelta(hours=membership.max_hours_per_week)
+    while week_start < end:
+        new = min(end, week_end) - max(start, week_start)
+        existing = sum(
+            (
+                overlap(b_start, b_end, week_start, week_end)
+                for b_start, b_end, _ in snap.member_bookings
+            ),
+            timedelta(0),
+        )
+        if existing + new > limit:
+            left = max(limit - existing, timedelta(0)).total_seconds() / 3600
+            raise Conflict(
+                f"Your lab allows you {membership.max_hours_per_week} hours per week; "
+                f"{left:g} left in the week of {week_start.date().isoformat()}.",
+                code="member_hours_exceeded",
+                extra={"limit_hours": membership.max_hours_per_week, "remaining_hours": left},
+            )
+        week_start, week_end = week_end, week_end + timedelta(days=7)
+
+
+def check_capacity(ask: Ask, snap: BookingSnapshot) -> None:
+    """A node of the pool is free over the whole reserved period (I-1; slots.py places it)."""
+    if fits(snap.pool.capacity, snap.taken, snap.reserved):
+        return
+    if ask.booking is None:
+        raise pool_full(snap.pool, duration=ask.end - ask.start, after=ask.start)
+    old_end = ask.booking.end
+    raise pool_full(
+        snap.pool,
+        duration=ask.end - old_end,
+        after=old_end,
+        exclude_id=ask.booking.pk,
+        message=f"{snap.pool.name} is booked right after your booking.",
+    )
+
+
+def gpu_count(ask: Ask, snap: BookingSnapshot) -> int:
+    return ask.booking.gpu_count if ask.booking else snap.pool.instance_type.gpu_count
+
+
+def gpu_hours_in_month(ask: Ask, snap: BookingSnapshot, month_begin, month_end) -> Decimal:  # type: ignore[no-untyped-def]
+    booked = Decimal(hours(overlap(ask.start, ask.end, month_begin, month_end)))
+    return (booked * gpu_count(ask, snap)).quantize(TWO_PLACES)
+
+
+def check_quota(ask: Ask, snap: BookingSnapshot) -> None:
+    """Committed + used GPU-hours stay within the lab's quota in every month touched (I-2).
+
+    No quota row means no hours. The rows are locked by the time this reads them (snapshot.py).
+    """
+    for month in snap.quota:
+        needed = gpu_hours_in_month(ask, snap, *month_bounds(month.month))
+        remaining = month.usage.remaining if month.usage else Decimal(0)
+        if month.quota is None or needed > remaining:
+            raise Conflict(
+                f"Not enough quota for {month.month:%Y-%m}: {needed} GPU-hours needed, "
+                f"{remaining} remaining.",
+                code="quota_exceeded",
+                extra={
+                    "month": month.month.isoformat(),
+                    "needed_gpu_hours": str(needed),
+                    "remaining_gpu_hours": str(remaining),
+                },
+            )
+
+
+Rule = Callable[[Ask, BookingSnapshot], None]
+RULES: tuple[Rule, ...] = (
+    check_extends_later,
+    check_pool_open,
+    check_lab_may_book,
+    check_times,
+    check_blackouts,
+    check_member_limits,
+    check_capacity,
+    check_quota,
+)
+
+
+def check_all(ask: Ask, snap: BookingSnapshot) -> None:
+    for rule in RULES:
+        rule(ask, snap)
+
+
+def needs_approval(ask: Ask, snap: BookingSnapshot) -> bool:
+    return snap.pool.requires_approval
+
+
+def crosses_quota_alert(ask: Ask, snap: BookingSnapshot) -> bool:
+    """Whether the booking takes a month past an alert threshold its lab admins have not heard of
+    (decided under the quota lock, so the common case costs nothing more)."""
+    for month in snap.quota:
+        quota, usage = month.quota, month.usage
+        if quota is None or usage is None or quota.gpu_hours <= 0:
+            continue
+        needed = gpu_hours_in_month(ask, snap, *month_bounds(month.month))
+        percent = (usage.used + usage.committed + needed) * 100 / quota.gpu_hours
+        if any(percent >= t > quota.notified_percent for t in QUOTA_ALERTS):
+            return True
+    return False

@@ -1,0 +1,203 @@
+"""What the booking rules read, loaded under the locks in as few statements as we can.
+
+A create or an extend locks its pool row first (`SELECT … FOR UPDATE`): parallel writes to one pool
+queue there, and under READ COMMITTED each later statement sees whatever the previous lock holder
+committed. The rules (rules.py) and the slot choice (slots.py) then only read this snapshot.
+The quota rows are locked only when a rule first asks for them (`BookingSnapshot.quota`), after the
+pool's own rules passed, so a request the pool refuses never queues on the lab's quota.
+
+Statements: the pool lock (with whether the lab may book it), one UNION of the blackouts and the
+live reservations around the asked period, then, when a quota rule asks, the quota rows of the
+months touched (locked, one statement) and each month's usage (quotas.selectors.quota_usage).
+A member with personal limits adds their membership lock and their bookings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from functools import cached_property
+
+from django.db.models import Exists, IntegerField, OuterRef, Value
+from django.db.models.functions import Cast
+
+from labgpu.accounts.models import Lab, Membership, User
+from labgpu.bookings.models import Booking
+from labgpu.catalog.models import Blackout as BlackoutRow
+from labgpu.catalog.models import NodePool
+from labgpu.core.errors import ApplicationError
+from labgpu.core.timeutils import month_bounds, month_start, next_month
+from labgpu.quotas.models import Quota
+from labgpu.quotas.selectors import QuotaUsage, quota_usage
+
+Period = tuple[datetime, datetime]
+NO_SLOT = -1  # marks a blackout row in the UNION below
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """What is asked: a new booking, or an existing one (`booking`) with a later end."""
+
+    user: User
+    lab: Lab
+    membership: Membership | None
+    start: datetime
+    end: datetime
+    on_demand: bool
+    moment: datetime
+    booking: Booking | None = None
+
+    @property
+    def exclude_id(self) -> int | None:
+        return self.booking.pk if self.booking else None
+
+
+@dataclass(frozen=True, slots=True)
+class Blackout:
+    start: datetime
+    end: datetime
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MonthQuota:
+    """A month the booking touches: its locked quota row (None: no hours at all) and its usage."""
+
+    month: date
+    quota: Quota | None
+    usage: QuotaUsage | None
+
+
+@dataclass
+class BookingSnapshot:
+    pool: NodePool  # locked, with its instance type and `restricted` / `lab_allowed`
+    reserved: Period  # what the booking would hold: [start - lead, end + grace)
+    blackouts: list[Blackout]  # overlapping [start, end)
+    taken: list[tuple[int, datetime, datetime]]  # (slot, reserved start, end) of live bookings
+    # Only for a member with personal limits: their own bookings, (start, end, status).
+    member_bookings: list[tuple[datetime, datetime, str]] = field(default_factory=list)
+    ask: Ask | None = None
+
+    @cached_property
+    def quota(self) -> list[MonthQuota]:
+        """Lock the lab's quota rows of every month the booking touches, then read their usage."""
+        assert self.ask is not None
+        return quota_months_load(self.ask, self.pool)
+
+
+def months_touched(start: datetime, end: datetime) -> list[date]:
+    months = [month_start(start)]
+    while month_bounds(months[-1])[1] < end:
+        months.append(next_month(months[-1]))
+    return months
+
+
+def pool_lock(pool_id: int, *, lab_id: int | None = None) -> NodePool:
+    """Lock the pool row; with `lab_id`, learn in the same statement whether that lab may book it.
+
+    `of=self`: the instance type row stays free for other pools. The exclusion constraint on the
+    bookings stays the last line of defence (I-1).
+    """
+    pools = NodePool.objects.select_for_update(of=("self",)).select_related("instance_type")
+    if lab_id is not None:
+        allowed = NodePool.allowed_labs.through.objects.filter(nodepool_id=OuterRef("pk"))
+        pools = pools.annotate(
+            restricted=Exists(allowed), lab_allowed=Exists(allowed.filter(lab_id=lab_id))
+        )
+    try:
+        return pools.get(pk=pool_id)
+    except NodePool.DoesNotExist:
+        raise ApplicationError(
+            f'Invalid pk "{pool_id}" - object does not exist.',
+            code="does_not_exist",
+            field="pool",
+        ) from None
+
+
+def reserved_period(pool: NodePool, ask: Ask) -> Period:
+    """[start - provisioning lead, end + teardown grace); no lead on demand, none either for an
+    extension (the booking keeps the reserved start it has)."""
+    grace = timedelta(minutes=pool.teardown_grace_minutes)
+    if ask.booking is not None:
+        return ask.booking.reserved_start, ask.end + grace
+    lead = timedelta(0) if ask.on_demand else timedelta(minutes=pool.provisioning_lead_minutes)
+    return ask.start - lead, ask.end + grace
+
+
+def snapshot_load(ask: Ask, pool: NodePool) -> BookingSnapshot:
+    """Everything but the quota (loaded when a rule first asks), for `ask` in the locked `pool`."""
+    reserved = reserved_period(pool, ask)
+    # One round trip for both: blackouts carry NO_SLOT, reservations their slot.
+    blackouts = (
+        BlackoutRow.objects.filter(pool_id=pool.pk, start__lt=ask.end, end__gt=ask.start)
+        .order_by()
+        .values_list("start", "end", Value(NO_SLOT, output_field=IntegerField()), "reason")
+    )
+    taken = (
+        Booking.objects.filter(
+            pool_id=pool.pk,
+            status__in=Booking.LIVE_STATUSES,
+            reserved_start__lt=reserved[1],
+            reserved_end__gt=reserved[0],
+        )
+        .exclude(pk=ask.exclude_id)
+        .order_by()
+        .values_list("reserved_start", "reserved_end", Cast("slot", IntegerField()), Value(""))
+    )
+    snap = BookingSnapshot(pool=pool, reserved=reserved, blackouts=[], taken=[], ask=ask)
+    for start, end, slot, reason in blackouts.union(taken, all=True):
+        if slot == NO_SLOT:
+            snap.blackouts.append(Blackout(start, end, reason))
+        else:
+            snap.taken.append((slot, start, end))
+    snap.blackouts.sort(key=lambda blackout: blackout.start)
+    membership = ask.membership
+    if membership and (
+        membership.max_hours_per_week is not None or membership.max_concurrent_bookings is not None
+    ):
+        snap.member_bookings = member_bookings_load(ask)
+    return snap
+
+
+def member_bookings_load(ask: Ask) -> list[tuple[datetime, datetime, str]]:
+    """The member's live and completed bookings of this lab, their membership row locked first so
+    parallel requests of one member queue (the limits hold under races)."""
+    assert ask.membership is not None
+    Membership.objects.select_for_update().filter(pk=ask.membership.pk).first()
+    # A week either side covers every week a limit looks at (weeks start on the member's Monday).
+    return list(
+        Booking.objects.filter(
+            user_id=ask.user.pk,
+            lab_id=ask.lab.pk,
+            status__in=[*Booking.LIVE_STATUSES, Booking.Status.COMPLETED],
+            start__lt=ask.end + timedelta(days=8),
+            end__gt=ask.start - timedelta(days=8),
+        )
+        .exclude(pk=ask.exclude_id)
+        .values_list("start", "end", "status")
+    )
+
+
+def quota_months_load(ask: Ask, pool: NodePool) -> list[MonthQuota]:
+    months = months_touched(ask.start, ask.end)
+    # One statement, rows locked in month order: parallel bookings of one lab queue here (I-2).
+    locked = {
+        quota.month: quota
+        for quota in Quota.objects.select_for_update()
+        .filter(lab_id=ask.lab.pk, instance_type_id=pool.instance_type_id, month__in=months)
+        .order_by("month")
+    }
+    loaded = []
+    for month in months:
+        quota = locked.get(month)
+        usage = None
+        if quota is not None:
+            usage = quota_usage(
+                lab_id=ask.lab.pk,
+                instance_type_id=pool.instance_type_id,
+                month=month,
+                exclude_booking_id=ask.exclude_id,
+                quota=quota,
+            )
+        loaded.append(MonthQuota(month, quota, usage))
+    return loaded
