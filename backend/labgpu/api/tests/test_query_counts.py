@@ -1,0 +1,109 @@
+"""How many SQL statements the hot endpoints cost, pinned (issue 13 item 5; as NetBox's baselines).
+
+Each runs through the real HTTP API with a `book`-scoped API token, as scripts call it. A change
+that adds a statement fails here: lower the number when you make a path leaner, and raise it only
+with a reason written beside it. Statements, not time: the count is exact on every machine.
+"""
+
+from datetime import timedelta
+
+import pytest
+
+from conftest import client_for
+from labgpu.accounts.models import ApiToken
+from labgpu.accounts.tests.factories import MembershipFactory
+from labgpu.bookings.tests.factories import BookingFactory
+from labgpu.core.timeutils import now
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client(alice):
+    client = client_for(alice, scopes=["book", "read"])
+    # Token use is recorded at most once a minute; count the requests in between (the common case).
+    ApiToken.objects.filter(user=alice).update(last_used_at=now())
+    return client
+
+
+def book(client, pool, start, hours=2):
+    return client.post(
+        "/api/v1/bookings/",
+        {
+            "pool": pool.pk,
+            "start": start.isoformat(),
+            "end": (start + timedelta(hours=hours)).isoformat(),
+        },
+        format="json",
+    )
+
+
+def test_booking_create(client, pool, quotas, tomorrow, django_assert_num_queries):
+    # token; the member's labs; the pool locked (with whether the lab may book it); blackouts and
+    # taken slots (one UNION); the quota row locked; the month's usage; INSERT booking; INSERT
+    # audit entry = 8, + SAVEPOINT/RELEASE (the test's transaction; in production BEGIN/COMMIT,
+    # which Django does not count).
+    with django_assert_num_queries(10):
+        response = book(client, pool, tomorrow)
+    assert response.status_code == 201, response.content
+
+
+def test_booking_extend(client, pool, quotas, tomorrow, django_assert_num_queries):
+    booking = book(client, pool, tomorrow).json()
+    # token; visible labs; the booking and its nodes (the view's object); the pool locked; the
+    # booking locked and re-read; the member's limits; blackouts + taken slots; the quota row
+    # locked; its usage; UPDATE booking; INSERT audit = 12, + SAVEPOINT/RELEASE.
+    with django_assert_num_queries(14):
+        response = client.post(
+            f"/api/v1/bookings/{booking['id']}/extend/",
+            {"end": (tomorrow + timedelta(hours=3)).isoformat()},
+            format="json",
+        )
+    assert response.status_code == 200, response.content
+
+
+def test_booking_cancel(client, pool, quotas, tomorrow, django_assert_num_queries):
+    booking = book(client, pool, tomorrow).json()
+    # token; visible labs; the booking and its nodes; the compare-and-swap UPDATE and its audit
+    # entry; re-read of what it wrote; the cancel's audit entry = 8, + SAVEPOINT/RELEASE.
+    with django_assert_num_queries(10):
+        response = client.post(f"/api/v1/bookings/{booking['id']}/cancel/", {}, format="json")
+    assert response.status_code == 200, response.content
+
+
+def test_booking_list_page_of_50(
+    client, alice, vision_lab, pool, tomorrow, django_assert_num_queries
+):
+    for index in range(60):
+        BookingFactory(
+            user=alice, lab=vision_lab, pool=pool, start=tomorrow + timedelta(hours=index)
+        )
+    # token; visible labs; COUNT; the page (lab, user, pool joined); its nodes (one prefetch).
+    with django_assert_num_queries(5):
+        response = client.get("/api/v1/bookings/", {"page_size": 50})
+    assert response.status_code == 200 and len(response.json()["results"]) == 50
+
+
+def test_pool_availability(client, pool, quotas, tomorrow, django_assert_num_queries):
+    book(client, pool, tomorrow)
+    # token; visible labs; the pool; reservations + blackouts for the intervals; then the next
+    # free windows read reservations + blackouts over growing spans (a week, then twice as far):
+    # four more pairs here before five windows are found = 13.
+    with django_assert_num_queries(13):
+        response = client.get(
+            f"/api/v1/pools/{pool.pk}/availability/",
+            {
+                "start": tomorrow.isoformat(),
+                "end": (tomorrow + timedelta(days=7)).isoformat(),
+                "duration_minutes": 60,
+            },
+        )
+    assert response.status_code == 200, response.content
+
+
+def test_me(client, alice, other_lab, django_assert_num_queries):
+    MembershipFactory(user=alice, lab=other_lab)
+    # token; memberships with their labs (one query however many labs: 2 here).
+    with django_assert_num_queries(2):
+        response = client.get("/api/v1/me/")
+    assert response.status_code == 200, response.content
