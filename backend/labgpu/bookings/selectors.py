@@ -123,9 +123,10 @@ def next_free_windows(
     """The earliest `count` [start, end) windows of `duration` that the pool could still take.
 
     Candidates are the grid-aligned earliest start and every moment a node frees up (a reservation
-    or a blackout ends), since a window can only open there. The reservations are read a stretch
-    at a time (a week, then twice as far each round) up to the pool's horizon, so a `pool_full`
-    answer reads what lies near the asked time, not every live booking of the next year.
+    or a blackout ends), since a window can only open there. The reservations of the first week
+    (or four durations) are read first, the rest of the horizon only when that held too few
+    windows: a `pool_full` answer reads what lies near the asked time, not every live booking of
+    the next year.
     """
     earliest = max(after or now(), now())
     horizon = now() + timedelta(days=pool.max_days_ahead)
@@ -153,7 +154,8 @@ def next_free_windows(
                 windows.append((candidate, end))
                 if len(windows) == count:
                     return windows
-        searched_to, stretch = upto, stretch * 2
+        # Not found near the asked time: the rest of the horizon in one more read.
+        searched_to, stretch = upto, last_start - upto + timedelta(microseconds=1)
     return windows
 
 
