@@ -27,6 +27,7 @@ from labgpu.accounts.services import token_create
 from labgpu.audit.models import AuditEvent
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import Blackout, ProviderAccount
+from labgpu.invitations.services import invitation_create
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
@@ -129,6 +130,18 @@ MATRIX |= {
     "PATCH /api/v1/sso/group-mappings/{id}/": SITE_ADMIN_ONLY,
     "DELETE /api/v1/sso/group-mappings/{id}/": SITE_ADMIN_ONLY,
 }
+LAB_ADMINS = ("deny", "deny", "ok", "ok", "auth", "auth")
+ANYONE = ("ok", "ok", "ok", "ok", "ok", "ok")
+MATRIX |= {
+    "GET /api/v1/labs/{lab_pk}/invitations/": LAB_ADMINS,
+    "POST /api/v1/labs/{lab_pk}/invitations/": LAB_ADMINS,
+    "DELETE /api/v1/labs/{lab_pk}/invitations/{id}/": LAB_ADMINS,
+    # The link's secret is the credential: previewing and signing up need no account.
+    "POST /api/v1/invitations/preview/": ANYONE,
+    "POST /api/v1/invitations/sign-up/": ANYONE,
+    # Accepting joins the signed-in person (a session, not a token or a node).
+    "POST /api/v1/invitations/accept/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+}
 
 KNOWN_BUGS: dict[str, str] = {}  # operation → reason, for bugs tracked as strict xfails
 
@@ -199,6 +212,7 @@ def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type
         "tokens": token.pk,
         "members": Membership.objects.get(user=alice).pk,
         "group-mappings": GroupMapping.objects.create(group="g", lab=vision_lab).pk,
+        "invitations": invitation_create(actor=bob, lab=vision_lab, email="new@example.org")[0].pk,
     }
     node_client = APIClient()
     node_client.credentials(HTTP_AUTHORIZATION=f"Bearer {heartbeat}")
