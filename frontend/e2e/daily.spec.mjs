@@ -32,7 +32,7 @@ async function readyBooking(context, purpose) {
 from labgpu.bookings.models import Booking
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
-from labgpu.provisioning.services import booking_start
+from labgpu.provisioning.services.sweeps import booking_start
 booking_start(booking_id=${id})
 Node.objects.filter(booking_id=${id}).update(
     status="ready", provider_id="e2e-${id}", public_ip="203.0.113.7", passed_at=now(), ready_at=now(),
@@ -279,5 +279,162 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     // The link opens the booking.
     await alice.page.goto(link)
     await alice.page.locator('[data-testid=booking-status][data-status=scheduled]').waitFor()
+  })
+  it('bug 10: the first time the calendar shows free after a booking can be booked', async () => {
+    const alice = await signIn(browser, 'alice')
+    const { timezone } = await me(alice.context)
+    const pool = (await listPools(alice.context)).find((p) => p.capacity === 1 && !p.requires_approval)
+    const window = await freeWindow(alice.context, pool, 60)
+    const end = Date.parse(window.start) + 3_600_000
+    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
+      pool: pool.id, start: window.start, end: new Date(end).toISOString(), purpose: 'e2e changeover',
+    })
+    assert.equal(booked.status, 201, JSON.stringify(booked.body))
+    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${booked.body.id}/cancel/`, { reason: 'e2e' }))
+
+    // The day view of that one-node pool: where does free time start again after the booking?
+    const wall = wallTime(window.start, timezone)
+    const page = alice.page
+    await page.goto(`/calendar/${pool.id}?date=${wall.slice(0, 10)}&view=day&time=${wall.slice(11, 16)}`)
+    const mine = page.locator('[data-testid=calendar] .ev-mine').first()
+    await mine.waitFor()
+    await page.waitForLoadState('networkidle')
+    const booking = await mine.boundingBox()
+    const perMinute = booking.height / 60
+    const bands = await page.locator('[data-testid=calendar] .ev-changeover').evaluateAll((els) =>
+      els.map((el) => el.getBoundingClientRect()).map((r) => ({ top: r.top, bottom: r.bottom })),
+    )
+    const bottom = booking.y + booking.height
+    const busyUntil = Math.max(bottom, ...bands.filter((b) => Math.abs(b.top - bottom) < 3).map((b) => b.bottom))
+    const shownFree = end + Math.round((busyUntil - bottom) / perMinute) * 60_000
+    // The first whole slot of the grid that the calendar shows free …
+    const step = pool.granularity_minutes * 60_000
+    const slot = Math.ceil(shownFree / step) * step
+    await screenshot(page, 'calendar-changeover')
+
+    // … is one the server takes.
+    const next = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
+      pool: pool.id,
+      start: new Date(slot).toISOString(),
+      end: new Date(slot + Math.max(pool.min_duration_minutes, 60) * 60_000).toISOString(),
+      purpose: 'e2e right after',
+    })
+    if (next.status === 201) {
+      cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${next.body.id}/cancel/`, { reason: 'e2e' }))
+    }
+    assert.equal(next.status, 201, `the calendar showed ${new Date(slot).toISOString()} free: ${JSON.stringify(next.body)}`)
+  })
+  it('bug 12: a blackout over bookings lists them to the admin, emails their owners and lies over them on the calendar', async () => {
+    const alice = await signIn(browser, 'alice')
+    const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)
+    const window = await freeWindow(alice.context, pool, 120)
+    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
+      pool: pool.id, start: window.start, end: window.end, purpose: 'e2e under maintenance',
+    })
+    assert.equal(booked.status, 201, JSON.stringify(booked.body))
+    const id = booked.body.id
+    const reason = `e2e firmware ${Date.now()}`
+
+    // Carol closes the pool over alice's booking, in her own time zone.
+    const carol = await signIn(browser, 'carol')
+    const carolZone = (await me(carol.context)).timezone
+    const page = carol.page
+    await page.goto('/blackouts')
+    await page.selectOption('#blackout-pool', String(pool.id))
+    await page.fill('#blackout-start', wallTime(new Date(Date.parse(window.start) - 3_600_000).toISOString(), carolZone))
+    await page.fill('#blackout-end', wallTime(new Date(Date.parse(window.start) + 3_600_000).toISOString(), carolZone))
+    await page.fill('#blackout-reason', reason)
+    await page.click('[data-testid=blackout-submit]')
+    const clash = page.locator(`[data-testid=blackout-clashes] tr[data-booking-id="${id}"]`)
+    await clash.waitFor()
+    assert.match(await clash.textContent(), /alice/)
+    const blackout = (await apiCall(carol.context, 'GET', `/api/v1/blackouts/?pool=${pool.id}&page_size=100`)).body.results
+      .find((b) => b.reason === reason)
+    assert.ok(blackout, 'the blackout was created')
+    cleanup.push(() => apiCall(carol.context, 'DELETE', `/api/v1/blackouts/${blackout.id}/`))
+    assert.deepEqual(await seriousViolations(page), [])
+    await screenshot(page, 'blackout-clashes')
+
+    // Alice was told; her booking stays as it was until someone decides.
+    const told = sentMail().find((m) => m.to.includes('alice@') && m.body.includes(reason))
+    assert.ok(told, 'alice was emailed about the maintenance')
+    assert.ok(told.body.includes(`/bookings/${id}`))
+    assert.equal((await apiCall(alice.context, 'GET', `/api/v1/bookings/${id}/`)).body.status, 'scheduled')
+
+    // Her calendar shows the maintenance over her booking, with its reason.
+    const wall = wallTime(window.start, (await me(alice.context)).timezone)
+    await alice.page.goto(`/calendar/${pool.id}?date=${wall.slice(0, 10)}&view=day&time=${wall.slice(11, 16)}`)
+    await alice.page.locator('[data-testid=calendar] .ev-mine').first().waitFor()
+    await alice.page.locator('[data-testid=calendar-blackouts]', { hasText: reason }).waitFor()
+    const [hatch, booking] = await Promise.all(
+      ['.ev-blackout', '.ev-mine'].map((sel) =>
+        alice.page.locator(`[data-testid=calendar] ${sel}`).first().evaluate((el) => Number(getComputedStyle(el).zIndex) || 0),
+      ),
+    )
+    assert.ok(hatch > booking, `the hatching (z-index ${hatch}) lies over the booking (${booking})`)
+    await screenshot(alice.page, 'calendar-blackout-over-booking')
+
+    // Carol cancels it from the list, through the app's own dialog; it is audited.
+    await clash.locator('[data-testid=blackout-cancel-booking]').click()
+    await page.locator('[data-app-confirm] [data-testid=confirm-ok]').click()
+    await page.getByText('Booking cancelled.').waitFor()
+    assert.equal((await apiCall(alice.context, 'GET', `/api/v1/bookings/${id}/`)).body.status, 'cancelled')
+    const audit = (await apiCall(carol.context, 'GET', `/api/v1/audit/?action=booking.force_end&target_id=${id}`)).body
+    assert.equal((audit.results ?? audit).length, 1)
+  })
+  it('bug 1: a stuck node shows its time in state and the provider’s last error; site admins retry or destroy it', async () => {
+    const alice = await signIn(browser, 'alice')
+    const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)
+    const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
+    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', { pool: pool.id, end: end.toISOString(), purpose: 'e2e stuck' })
+    assert.equal(booked.status, 201, JSON.stringify(booked.body))
+    const id = booked.body.id
+    // The lifecycle starts it and the provider never answers (the demo emulator on another port):
+    // the create is retried with the provider's error recorded, for 8 minutes now.
+    const nodeId = Number(django(`
+from datetime import timedelta
+from labgpu.core.timeutils import now
+from labgpu.providers import ProviderTransientError
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.services import nodes
+from labgpu.provisioning.services.sweeps import booking_start
+booking_start(booking_id=${id})
+node = Node.objects.get(booking_id=${id})
+Node.objects.filter(pk=node.pk).update(status="creating", status_changed_at=now() - timedelta(minutes=8))
+nodes.node_record_error(node_id=node.pk, error=ProviderTransientError("connection refused: http://127.0.0.1:8010/v2/droplets"))
+print(node.pk)
+`).split('\n').pop())
+
+    await alice.page.goto(`/bookings/${id}`)
+    const stuck = alice.page.locator('[data-testid=node-stuck]')
+    await stuck.waitFor()
+    assert.match(await stuck.textContent(), /Creating for (8|9|10) minutes, longer than expected/)
+    assert.match(await stuck.textContent(), /connection refused/)
+    await screenshot(alice.page, 'booking-node-stuck')
+
+    const carol = await signIn(browser, 'carol')
+    const page = carol.page
+    await page.goto('/nodes')
+    const row = page.locator(`[data-node-id="${nodeId}"]`)
+    await row.locator('[data-testid=node-stuck]').waitFor()
+    assert.match(await row.locator('[data-testid=node-in-state]').textContent(), /(8|9|10) minutes/)
+    assert.match(await row.locator('[data-testid=node-last-error]').textContent(), /connection refused/)
+    assert.deepEqual(await seriousViolations(page), [])
+    await screenshot(page, 'nodes-stuck')
+
+    await row.locator('[data-testid=node-retry]').click()
+    await page.locator('[data-app-confirm] [data-testid=confirm-ok]').click()
+    await page.getByText(`labgpu-node-${nodeId}: retrying now.`).waitFor()
+    await row.locator('[data-testid=node-destroy]').click()
+    await page.locator('[data-app-confirm] [data-testid=confirm-ok]').click()
+    await page.getByText(`labgpu-node-${nodeId} is being destroyed.`).waitFor()
+
+    const node = (await apiCall(carol.context, 'GET', `/api/v1/nodes/${nodeId}/`)).body
+    assert.equal(node.status, 'failed')
+    assert.match(node.failure_reason, /carol/)
+    for (const action of ['node.retry', 'node.destroy']) {
+      const audit = (await apiCall(carol.context, 'GET', `/api/v1/audit/?action=${action}&target_id=${nodeId}`)).body
+      assert.equal((audit.results ?? audit).length, 1, action)
+    }
   })
 })

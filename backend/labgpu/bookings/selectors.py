@@ -173,15 +173,20 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
             status__in=Booking.LIVE_STATUSES,
         )
         .order_by("start", "id")
-        .values_list("pk", "start", "end", "status", "user_id", "lab_id", "lab__name", "lab__slug")
-    )
+        .values_list(
+            "pk", "start", "end", "reserved_start", "reserved_end",
+            "status", "user_id", "lab_id", "lab__name", "lab__slug",
+        )
+    )  # fmt: skip
     blocks = []
-    for pk, b_start, b_end, status, user_id, lab_id, lab_name, lab_slug in rows:
+    for pk, b_start, b_end, r_start, r_end, status, user_id, lab_id, lab_name, lab_slug in rows:
         own = own_labs is None or lab_id in own_labs
         blocks.append(
             {
                 "start": _iso(b_start),
                 "end": _iso(b_end),
+                "reserved_start": _iso(r_start),
+                "reserved_end": _iso(r_end),
                 "status": status,
                 "mine": user_id == user.pk,
                 "booking": pk if own else None,

@@ -17,6 +17,11 @@ class BookingNodeSerializer(serializers.Serializer):
     ssh_user = serializers.SerializerMethodField()
     ssh_command = serializers.SerializerMethodField()
     failure_reason = serializers.CharField()
+    status_changed_at = serializers.DateTimeField(allow_null=True)
+    # Longer in its status than expected: the page says so, with the provider's last error.
+    stuck = serializers.BooleanField(source="is_stuck")
+    last_error = serializers.CharField()
+    last_error_at = serializers.DateTimeField(allow_null=True)
 
     def get_ssh_user(self, node) -> str:  # type: ignore[no-untyped-def]
         return node.SSH_USER
@@ -108,6 +113,10 @@ class BusyBlockSerializer(serializers.Serializer):
     # (a month of a busy pool is a few hundred rows: a serializer per row cost more than the query).
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
+    # The reserved period (start − provisioning lead, end + teardown grace) is what the pool
+    # really holds: calendars draw it so that the time they show free is free (issue 14 bug 10).
+    reserved_start = serializers.DateTimeField()
+    reserved_end = serializers.DateTimeField()
     status = serializers.ChoiceField(choices=Booking.Status.choices)
     mine = serializers.BooleanField(read_only=True)
     booking = serializers.IntegerField(read_only=True, allow_null=True)
@@ -162,3 +171,26 @@ class AvailabilitySerializer(serializers.Serializer):
     duration_minutes = serializers.IntegerField()
     intervals = IntervalSerializer(many=True)
     next_free = WindowSerializer(many=True)
+
+
+class BlackoutClashSerializer(serializers.ModelSerializer):
+    """A live booking a blackout overlaps, as the site admin deciding about it sees it."""
+
+    user = serializers.CharField(source="user.username", read_only=True)
+    lab = serializers.CharField(source="lab.name", read_only=True)
+
+    class Meta:
+        model = Booking
+        fields = ["id", "user", "lab", "start", "end", "status"]
+        read_only_fields = fields
+
+
+class BlackoutCreatedSerializer(serializers.Serializer):
+    """The new blackout and the live bookings it overlaps (their owners have been emailed)."""
+
+    id = serializers.IntegerField()
+    pool = serializers.IntegerField(source="pool_id")
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    reason = serializers.CharField()
+    clashes = BlackoutClashSerializer(many=True)

@@ -1,8 +1,12 @@
+from datetime import timedelta
+
+from django.conf import settings
 from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from labgpu.core.models import BaseModel
+from labgpu.core.timeutils import now
 
 
 class Node(BaseModel):
@@ -79,6 +83,10 @@ class Node(BaseModel):
     failed_at = models.DateTimeField(null=True, blank=True)
     failure_reason = models.TextField(blank=True)
     teardown_attempts = models.PositiveIntegerField(default=0)
+    # The provider's latest complaint about this node while a task retries (unreachable, rate
+    # limited, 5xx): shown to the booking's owner and site admins when the node is stuck.
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
     # A short lease for the one worker talking to the provider about this node, so that a
     # redelivered task and a re-driven one cannot both create a droplet (I-4). It expires, so a
     # worker killed while holding it only delays the next attempt.
@@ -108,6 +116,27 @@ class Node(BaseModel):
     @property
     def name(self) -> str:
         return f"labgpu-node-{self.pk}"
+
+    def expected_in_state_s(self) -> int | None:
+        """How long a node normally stays in its status; None where it may stay (ready, gone)."""
+        if self.status == self.Status.BOOTING:
+            return settings.LABGPU_BOOT_TIMEOUT_S
+        if self.status == self.Status.CHECKING:
+            return settings.LABGPU_AGENT_REPORT_TIMEOUT_S
+        if self.status in (self.Status.READY, self.Status.DESTROYED):
+            return None
+        return settings.LABGPU_STUCK_AFTER_S  # requested, creating, draining, destroying, failed
+
+    @property
+    def is_stuck(self) -> bool:
+        """In its status for longer than expected (a provider that does not answer, a lost task)."""
+        expected = self.expected_in_state_s()
+        since = self.status_changed_at or self.created_at
+        return (
+            expected is not None
+            and since is not None
+            and now() - since > timedelta(seconds=expected)
+        )
 
     SSH_USER = "root"  # the GPU Droplet images' default user, where cloud-init puts the keys
 

@@ -9,6 +9,8 @@ class NodeSerializer(serializers.ModelSerializer):
     pool = serializers.CharField(source="booking.pool.name", read_only=True)
     name = serializers.CharField(read_only=True)
     verdict = serializers.SerializerMethodField()
+    stuck = serializers.BooleanField(source="is_stuck", read_only=True)
+    expected_in_state_s = serializers.SerializerMethodField()
 
     class Meta:
         model = Node
@@ -33,9 +35,16 @@ class NodeSerializer(serializers.ModelSerializer):
             "destroyed_at",
             "failed_at",
             "failure_reason",
+            "last_error",
+            "last_error_at",
+            "stuck",
+            "expected_in_state_s",
             "verdict",
         ]
 
     def get_verdict(self, node: Node) -> str | None:
         reports = list(node.health_reports.all())  # prefetched by the view
         return max(reports, key=lambda r: r.created_at).verdict if reports else None
+
+    def get_expected_in_state_s(self, node: Node) -> int | None:
+        return node.expected_in_state_s()

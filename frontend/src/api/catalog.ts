@@ -1,5 +1,5 @@
 import { api, fetchAllPages, MAX_PAGE_SIZE, unwrap } from './client'
-import type { Availability, Blackout, BusyBlock, InstanceType, Lab, Pool } from './types'
+import type { Availability, Blackout, BlackoutClash, BlackoutCreated, BusyBlock, InstanceType, Lab, Pool } from './types'
 
 const page_size = MAX_PAGE_SIZE
 
@@ -19,11 +19,20 @@ export function listPools(): Promise<Pool[]> {
   )
 }
 
-export function listBlackouts(pool: number, range?: { start: string; end: string }): Promise<Blackout[]> {
+export function listBlackouts(pool: number | undefined, range?: { start: string; end: string }): Promise<Blackout[]> {
   const window = range ? { end_after: range.start, start_before: range.end } : {}
   return fetchAllPages((page) =>
     unwrap(api.GET('/api/v1/blackouts/', { params: { query: { pool, page, page_size, ...window } } })),
   )
+}
+
+/** Close a pool for maintenance (site admins); the answer lists the live bookings it overlaps. */
+export function createBlackout(body: { pool: number; start: string; end: string; reason: string }): Promise<BlackoutCreated> {
+  return unwrap(api.POST('/api/v1/blackouts/', { body }))
+}
+
+export function blackoutClashes(id: number): Promise<BlackoutClash[]> {
+  return unwrap(api.GET('/api/v1/blackouts/{id}/clashes/', { params: { path: { id } } }))
 }
 
 export function poolAvailability(

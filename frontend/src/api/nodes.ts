@@ -14,3 +14,13 @@ export function nodeHealth(id: number): Promise<HealthReport[]> {
 export function instanceTypeHealth(id: number): Promise<InstanceTypeHealth> {
   return unwrap(api.GET('/api/v1/instance-types/{id}/health/', { params: { path: { id } } }))
 }
+
+/** Run the node's pending provider step again (site admins; audited). */
+export function retryNode(id: number): Promise<Node> {
+  return unwrap(api.POST('/api/v1/nodes/{id}/retry/', { params: { path: { id } } }))
+}
+
+/** Give the node up and tear it down; its booking gets a replacement if it may (audited). */
+export function destroyNode(id: number, reason = ''): Promise<Node> {
+  return unwrap(api.POST('/api/v1/nodes/{id}/destroy/', { params: { path: { id } }, body: { reason } }))
+}

@@ -167,6 +167,10 @@ export interface paths {
         };
         get: operations["v1_blackouts_list"];
         put?: never;
+        /**
+         * @description Close a pool for maintenance. Live bookings it overlaps stay as they are (the admin
+         *     decides about each); they are listed in `clashes` and their owners are emailed.
+         */
         post: operations["v1_blackouts_create"];
         delete?: never;
         options?: never;
@@ -188,6 +192,23 @@ export interface paths {
         options?: never;
         head?: never;
         patch: operations["v1_blackouts_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/blackouts/{id}/clashes/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Live bookings the blackout overlaps (site admins: it names other labs' people). */
+        get: operations["v1_blackouts_clashes_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/bookings/": {
@@ -691,6 +712,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/nodes/{id}/destroy/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Give the node up and tear it down; its booking gets a replacement if it may. Audited. */
+        post: operations["v1_nodes_destroy_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/nodes/{id}/health/": {
         parameters: {
             query?: never;
@@ -702,6 +740,23 @@ export interface paths {
         get: operations["v1_nodes_health_list"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/nodes/{id}/retry/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Run the node's pending provider step (create or destroy) again now. Audited. */
+        post: operations["v1_nodes_retry_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1120,6 +1175,28 @@ export interface components {
             end: string;
             reason?: string;
         };
+        /** @description A live booking a blackout overlaps, as the site admin deciding about it sees it. */
+        BlackoutClash: {
+            readonly id: number;
+            readonly user: string;
+            readonly lab: string;
+            /** Format: date-time */
+            readonly start: string;
+            /** Format: date-time */
+            readonly end: string;
+            readonly status: components["schemas"]["BookingStatusEnum"];
+        };
+        /** @description The new blackout and the live bookings it overlaps (their owners have been emailed). */
+        BlackoutCreated: {
+            id: number;
+            pool: number;
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            reason: string;
+            clashes: components["schemas"]["BlackoutClash"][];
+        };
         BlackoutRequest: {
             pool: number;
             /** Format: date-time */
@@ -1209,6 +1286,12 @@ export interface components {
             readonly ssh_user: string;
             readonly ssh_command: string | null;
             failure_reason: string;
+            /** Format: date-time */
+            status_changed_at: string | null;
+            stuck: boolean;
+            last_error: string;
+            /** Format: date-time */
+            last_error_at: string | null;
         };
         /**
          * @description * `pending` - Pending approval
@@ -1230,6 +1313,10 @@ export interface components {
             start: string;
             /** Format: date-time */
             end: string;
+            /** Format: date-time */
+            reserved_start: string;
+            /** Format: date-time */
+            reserved_end: string;
             status: components["schemas"]["BookingStatusEnum"];
             readonly mine: boolean;
             readonly booking: number | null;
@@ -1601,6 +1688,11 @@ export interface components {
             /** Format: date-time */
             failed_at?: string | null;
             failure_reason?: string;
+            last_error?: string;
+            /** Format: date-time */
+            last_error_at?: string | null;
+            readonly stuck: boolean;
+            readonly expected_in_state_s: number | null;
             readonly verdict: string | null;
         };
         NodePool: {
@@ -3433,7 +3525,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Blackout"];
+                    "application/json": components["schemas"]["BlackoutCreated"];
                 };
             };
             /** @description Invalid input */
@@ -3771,6 +3863,77 @@ export interface operations {
             };
             /** @description Conflict (e.g. pool full: extra.next_free) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_blackouts_clashes_list: {
+        parameters: {
+            query?: {
+                end_after?: string;
+                pool?: number;
+                start_before?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this blackout. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BlackoutClash"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6696,6 +6859,88 @@ export interface operations {
             };
         };
     };
+    v1_nodes_destroy_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this node. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReasonRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["ReasonRequest"];
+                "multipart/form-data": components["schemas"]["ReasonRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Node"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_nodes_health_list: {
         parameters: {
             query?: never;
@@ -6744,6 +6989,82 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_nodes_retry_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this node. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Node"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -30,7 +30,19 @@ export function useFormat() {
     () => new Intl.NumberFormat(locale.value, { style: 'currency', currency: 'USD' }),
   )
 
+  const minutesFmt = computed(
+    () => new Intl.NumberFormat(locale.value, { style: 'unit', unit: 'minute', unitDisplay: 'long', maximumFractionDigits: 0 }),
+  )
+  const hoursFmt = computed(
+    () => new Intl.NumberFormat(locale.value, { style: 'unit', unit: 'hour', unitDisplay: 'long', maximumFractionDigits: 1 }),
+  )
+
   const toDate = (v: string | Date) => (typeof v === 'string' ? new Date(v) : v)
+  /** A span of time as people say it: "7 minutes", "3.5 hours". */
+  const duration = (ms: number) => {
+    const minutes = Math.max(0, ms) / 60_000
+    return minutes < 120 ? minutesFmt.value.format(Math.floor(minutes)) : hoursFmt.value.format(minutes / 60)
+  }
 
   return {
     timeZone,
@@ -41,5 +53,7 @@ export function useFormat() {
       dateTimeFmt.value.formatRange(toDate(start), toDate(end)),
     number: (v: number | string) => numberFmt.value.format(Number(v)),
     money: (v: number | string) => moneyFmt.value.format(Number(v)),
+    duration,
+    since: (v: string | Date) => duration(Date.now() - toDate(v).getTime()),
   }
 }

@@ -95,6 +95,12 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.nodes', role: 'site_admin' },
   },
   {
+    path: '/blackouts',
+    name: 'blackouts',
+    component: () => import('@/views/admin/BlackoutListView.vue'),
+    meta: { title: 'nav.blackouts', role: 'site_admin' },
+  },
+  {
     path: '/tokens',
     name: 'tokens',
     component: () => import('@/views/account/TokenListView.vue'),

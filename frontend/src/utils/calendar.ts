@@ -31,8 +31,22 @@ export interface CalendarLabels {
   mine: string
   busy: string
   blackout: string
+  changeover?: string
   lane: (n: number) => string
 }
+
+/** The pool's changeover: minutes a node needs to be set up before a booking and torn down after. */
+export interface Changeover {
+  lead: number
+  grace: number
+}
+
+/** What a booking really holds of its pool: its reserved period (falls back to start–end). */
+function held(item: Pick<BusyBlock, 'start' | 'end'> & Partial<Pick<BusyBlock, 'reserved_start' | 'reserved_end'>>) {
+  return { start: item.reserved_start ?? item.start, end: item.reserved_end ?? item.end }
+}
+
+const shift = (iso: string, minutes: number) => new Date(Date.parse(iso) + minutes * 60_000).toISOString()
 
 export interface CalendarEventInput {
   id: string
@@ -65,8 +79,11 @@ export function toCalendarEvents(
   laneCount: number,
   timeZone: string,
   labels: CalendarLabels,
+  changeover?: Changeover,
 ): CalendarEventInput[] {
-  const events: CalendarEventInput[] = assignLanes(busy).map(({ item, lane }, i) => ({
+  // Lanes are packed by the reserved period, as the server packs slots (I-1).
+  const lanes = assignLanes(busy.map((item) => ({ ...held(item), item })))
+  const events: CalendarEventInput[] = lanes.map(({ item: { item }, lane }, i) => ({
     id: item.booking != null ? `booking-${item.booking}` : `busy-${i}`,
     start: toCalendarString(item.start, timeZone),
     end: toCalendarString(item.end, timeZone),
@@ -75,6 +92,28 @@ export function toCalendarEvents(
     classNames: [item.mine ? 'ev-mine' : 'ev-other', `ev-${item.status}`],
     extendedProps: { booking: item.booking, mine: item.mine, status: item.status },
   }))
+  // The changeover around each booking is not free either: its node's setup and teardown, and
+  // the teardown and setup a neighbour of the same lane would need (docs/architecture.md, bug 10).
+  if (changeover) {
+    for (const [i, { item: { item, start, end }, lane }] of lanes.entries()) {
+      const bands = [
+        [shift(start, -changeover.grace), item.start],
+        [item.end, shift(end, changeover.lead)],
+      ] as const
+      for (const [j, [from, to]] of bands.entries()) {
+        if (Date.parse(to) <= Date.parse(from)) continue
+        events.push({
+          id: `changeover-${i}-${j}`,
+          start: toCalendarString(from, timeZone),
+          end: toCalendarString(to, timeZone),
+          title: labels.changeover ?? '',
+          resourceIds: [laneId(lane)],
+          display: 'background',
+          classNames: ['ev-changeover'],
+        })
+      }
+    }
+  }
   const allLanes = Array.from({ length: Math.max(laneCount, 1) }, (_, i) => laneId(i + 1))
   for (const b of blackouts) {
     events.push({
@@ -91,7 +130,7 @@ export function toCalendarEvents(
 }
 
 export function laneCountFor(busy: readonly BusyBlock[], capacity: number): number {
-  const lanes = assignLanes(busy).reduce((max, a) => Math.max(max, a.lane), 0)
+  const lanes = assignLanes(busy.map(held)).reduce((max, a) => Math.max(max, a.lane), 0)
   return Math.max(capacity, lanes, 1)
 }
 

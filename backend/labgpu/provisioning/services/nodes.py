@@ -154,9 +154,26 @@ def node_provision(*, node_id: int) -> None:
     the task retries; a permanent one fails the node with the provider's message."""
     with _node_lease(node_id) as mine:
         if mine:
-            _node_provision(node_id=node_id)
+            with _recording_provider_errors(node_id):
+                _node_provision(node_id=node_id)
         else:
             logger.info("node %s: another worker is provisioning it", node_id)
+
+
+def node_record_error(*, node_id: int, error: Exception) -> None:
+    """Remember the provider's latest complaint, for the people waiting on the node."""
+    Node.objects.filter(pk=node_id).update(
+        last_error=str(error)[:1000] or type(error).__name__, last_error_at=now()
+    )
+
+
+@contextmanager
+def _recording_provider_errors(node_id: int) -> Iterator[None]:
+    try:
+        yield
+    except ProviderTransientError as error:
+        node_record_error(node_id=node_id, error=error)
+        raise
 
 
 def _node_provision(*, node_id: int) -> None:
@@ -467,7 +484,8 @@ def node_teardown(*, node_id: int) -> None:
     with _node_lease(node_id) as mine:
         if not mine:
             raise NodeBusy(f"node {node_id} is being provisioned; tear down after")
-        _node_teardown(node_id=node_id)
+        with _recording_provider_errors(node_id):
+            _node_teardown(node_id=node_id)
 
 
 def _node_teardown(*, node_id: int) -> None:

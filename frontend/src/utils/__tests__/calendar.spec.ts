@@ -6,7 +6,7 @@ import { assignLanes, laneCountFor, laneResources, monthSummaryEvents, toCalenda
 const labels = { mine: 'Mine', busy: 'Busy', blackout: 'Maintenance', lane: (n: number) => `Node ${n}` }
 
 function block(start: string, end: string, extra: Partial<BusyBlock> = {}): BusyBlock {
-  return { start, end, status: 'scheduled', mine: false, booking: null, lab: null, ...extra }
+  return { start, end, reserved_start: start, reserved_end: end, status: 'scheduled', mine: false, booking: null, lab: null, ...extra }
 }
 
 describe('capacity lanes', () => {
@@ -89,5 +89,22 @@ describe('month summaries', () => {
     const events = monthSummaryEvents([block('2026-12-01T15:00:00Z', '2026-12-01T17:00:00Z')], 4, 'Asia/Shanghai', monthLabels)
     expect(events.map((e) => e.id)).toEqual(['day-2026-12-01', 'day-2026-12-02'])
     expect(events.every((e) => e.classNames?.includes('ev-summary-free'))).toBe(true)
+  })
+})
+
+describe('changeover (issue 14 bug 10)', () => {
+  it('bands each booking with its setup and teardown, and the margins a neighbour needs', () => {
+    const busy = [block('2026-12-01T10:00:00Z', '2026-12-01T11:00:00Z', { reserved_start: '2026-12-01T09:50:00Z', reserved_end: '2026-12-01T11:05:00Z' })]
+    const bands = toCalendarEvents(busy, [], 1, 'UTC', labels, { lead: 10, grace: 5 }).filter((e) => e.classNames?.includes('ev-changeover'))
+    expect(bands.map((b) => [b.start, b.end])).toEqual([
+      ['2026-12-01 09:45:00', '2026-12-01 10:00:00'],
+      ['2026-12-01 11:00:00', '2026-12-01 11:15:00'],
+    ])
+  })
+
+  it('packs lanes by what bookings hold, not by their start and end', () => {
+    const a = block('2026-12-01T10:00:00Z', '2026-12-01T11:00:00Z', { reserved_end: '2026-12-01T11:05:00Z' })
+    const b = block('2026-12-01T11:00:00Z', '2026-12-01T12:00:00Z')
+    expect(laneCountFor([a, b], 1)).toBe(2)
   })
 })
