@@ -9,7 +9,9 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from labgpu.api.permissions import SITE_ADMIN
 from labgpu.bookings import services
+from labgpu.bookings.blackouts import blackout_clashes, blackout_create
 from labgpu.bookings.filters import BookingFilter
 from labgpu.bookings.models import Booking
 from labgpu.bookings.selectors import (
@@ -21,14 +23,18 @@ from labgpu.bookings.selectors import (
 from labgpu.bookings.serializers import (
     AvailabilityQuerySerializer,
     AvailabilitySerializer,
+    BlackoutClashSerializer,
+    BlackoutCreatedSerializer,
     BookingCreateSerializer,
     BookingExtendSerializer,
     BookingSerializer,
     BusyBlockSerializer,
     ReasonSerializer,
 )
+from labgpu.catalog.apis import BlackoutViewSet as CatalogBlackoutViewSet
 from labgpu.catalog.models import NodePool
 from labgpu.catalog.selectors import pools_visible_to
+from labgpu.catalog.serializers import BlackoutSerializer
 from labgpu.core.errors import ApplicationError
 
 BOOK_ACTIONS = {"create", "cancel", "extend"}
@@ -188,3 +194,25 @@ class PoolCalendarViewSet(viewsets.GenericViewSet):
         pool = self.get_object()
         asked = self._range(request)
         return Response(busy_blocks(request.user, pool, asked["start"], asked["end"]))
+
+
+# Blackouts, where creating one over live bookings lists them and tells their owners: the
+# bookings app owns that part (catalog may not import bookings).
+class BlackoutViewSet(CatalogBlackoutViewSet):
+
+    @extend_schema(request=BlackoutSerializer, responses={201: BlackoutCreatedSerializer})
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        """Close a pool for maintenance. Live bookings it overlaps stay as they are (the admin
+        decides about each); they are listed in `clashes` and their owners are emailed."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        blackout, clashes = blackout_create(actor=request.user, **serializer.validated_data)
+        blackout.clashes = clashes  # type: ignore[attr-defined]
+        return Response(BlackoutCreatedSerializer(blackout).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=BlackoutClashSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None, permission_classes=SITE_ADMIN)
+    def clashes(self, request: Request, pk: str) -> Response:
+        """Live bookings the blackout overlaps (site admins: it names other labs' people)."""
+        blackout = self.get_object()
+        return Response(BlackoutClashSerializer(blackout_clashes(blackout), many=True).data)

@@ -5,5 +5,6 @@ from labgpu.bookings import apis
 router = SimpleRouter()
 router.register("bookings", apis.BookingViewSet, basename="booking")
 router.register("pools", apis.PoolCalendarViewSet, basename="pool")
+router.register("blackouts", apis.BlackoutViewSet, basename="blackout")
 
 urlpatterns = router.urls

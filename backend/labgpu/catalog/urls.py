@@ -6,6 +6,5 @@ router = SimpleRouter()
 router.register("provider-accounts", apis.ProviderAccountViewSet, basename="provider-account")
 router.register("instance-types", apis.InstanceTypeViewSet, basename="instance-type")
 router.register("pools", apis.NodePoolViewSet, basename="pool")
-router.register("blackouts", apis.BlackoutViewSet, basename="blackout")
 
 urlpatterns = router.urls
