@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { BASE_URL, launch, screenshot, signIn } from './support.mjs'
+import { BASE_URL, apiCall, launch, screenshot, signIn } from './support.mjs'
 
 /** A new context for `username` with nothing cached yet (a first visit, already signed in). */
 async function coldContext(browser, username, options = {}) {
@@ -61,6 +61,25 @@ function healthReports() {
 
 /** Whether two client rectangles share any area. */
 const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height
+
+const PHONE = { width: 390, height: 844 }
+
+/** A signed-in context for `username` at `viewport`, its pages in `locale` ('en' or 'zh-CN'). */
+async function personIn(browser, username, { viewport = PHONE, locale = 'en' } = {}) {
+  const signedIn = await signIn(browser, username)
+  const storageState = await signedIn.context.storageState()
+  await signedIn.context.close()
+  const context = await browser.newContext({ baseURL: BASE_URL, viewport, storageState })
+  await context.addInitScript((l) => localStorage.setItem('labgpu.locale', l), locale)
+  return context
+}
+
+/** Every page of the app, for a site admin (who may open them all), with a real booking id. */
+async function allRoutes(context) {
+  const booking = (await apiCall(context, 'GET', '/api/v1/bookings/?page_size=1')).body.results[0]
+  return ['/', '/calendar', '/bookings', '/bookings/new', ...(booking ? [`/bookings/${booking.id}`] : []), '/approvals', '/labs',
+    '/quotas', '/usage', '/nodes', '/tokens', '/feeds', '/profile', '/no-such-page']
+}
 
 describe('daily use, part 2 (issue 14)', () => {
   let browser
@@ -135,6 +154,69 @@ describe('daily use, part 2 (issue 14)', () => {
       if (box) assert.ok(!overlaps(legend, box), `the heat-map legend overlaps "${await header.textContent()}"`)
     }
     await screenshot(page, 'usage-charts')
+    await context.close()
+  })
+
+  for (const locale of ['en', 'zh-CN']) {
+    it(`bug 13: at 390×844 no page scrolls sideways (${locale})`, async () => {
+      const wide = []
+      const visit = async (page, who, path) => {
+        await page.goto(path)
+        await page.locator('main h1').first().waitFor()
+        await page.waitForLoadState('networkidle')
+        const { scrollWidth, innerWidth, culprits } = await page.evaluate(() => ({
+          scrollWidth: document.documentElement.scrollWidth,
+          innerWidth: window.innerWidth,
+          // The innermost elements that reach past the right edge, to say what to fix.
+          culprits: [...document.querySelectorAll('body *')]
+            .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && ![...e.children].some((c) => c.getBoundingClientRect().right > window.innerWidth + 1))
+            .slice(0, 3)
+            .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} ${Math.round(e.getBoundingClientRect().right)}`),
+        }))
+        if (scrollWidth > innerWidth) wide.push(`${who} ${path}: ${scrollWidth} px (${culprits.join(', ')})`)
+      }
+      // alice has bookings of her own: her dashboard, list and booking detail have the most rows.
+      const alice = await personIn(browser, 'alice', { locale })
+      const alicePage = await alice.newPage()
+      const mine = (await apiCall(alice, 'GET', '/api/v1/bookings/?mine=true&page_size=1')).body.results[0]
+      for (const path of ['/', '/bookings', ...(mine ? [`/bookings/${mine.id}`] : [])]) await visit(alicePage, 'alice', path)
+      await alice.close()
+      const context = await personIn(browser, 'carol', { locale })
+      const page = await context.newPage()
+      for (const path of await allRoutes(context)) await visit(page, 'carol', path)
+      await page.context().clearCookies()
+      await page.goto('/login')
+      await page.locator('[data-testid=login-form]').waitFor()
+      const login = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+      if (login > 0) wide.push(`/login: ${login} px too wide`)
+      assert.deepEqual(wide, [], `pages wider than the ${PHONE.width} px screen`)
+      await context.close()
+    })
+  }
+
+  it('bug 13: on a phone the header is one row with a menu, and the form shows cost and availability above Book', async () => {
+    const context = await personIn(browser, 'alice')
+    const page = await context.newPage()
+    await page.goto('/bookings/new')
+    const header = page.locator('header').first()
+    const menu = header.getByRole('button', { name: 'Menu' })
+    assert.equal(await menu.getAttribute('aria-expanded'), 'false')
+    const nav = header.getByRole('navigation')
+    assert.equal(await nav.getByRole('link', { name: 'My bookings' }).isVisible(), false, 'the links hide behind the menu')
+    assert.ok((await header.boundingBox()).height <= 64, `header is ${(await header.boundingBox()).height} px tall`)
+    await menu.click()
+    assert.equal(await menu.getAttribute('aria-expanded'), 'true')
+    await nav.getByRole('link', { name: 'My bookings' }).click()
+    await page.waitForURL('**/bookings')
+    assert.equal(await menu.getAttribute('aria-expanded'), 'false', 'following a link closes the menu')
+
+    await page.goto('/bookings/new')
+    const book = await page.locator('[data-testid=booking-submit]').boundingBox()
+    for (const id of ['availability', 'estimate-cost']) {
+      const box = await page.locator(`[data-testid=${id}]`).boundingBox()
+      assert.ok(box.y < book.y, `${id} (y ${box.y}) is below the Book button (y ${book.y})`)
+    }
+    await screenshot(page, 'phone-booking-form')
     await context.close()
   })
 })
