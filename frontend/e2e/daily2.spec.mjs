@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, launch, screenshot, signIn } from './support.mjs'
+import { BASE_URL, apiCall, launch, screenshot, signIn, wallTime } from './support.mjs'
 
 /** A new context for `username` with nothing cached yet (a first visit, already signed in). */
 async function coldContext(browser, username, options = {}) {
@@ -217,6 +217,46 @@ describe('daily use, part 2 (issue 14)', () => {
       assert.ok(box.y < book.y, `${id} (y ${box.y}) is below the Book button (y ${book.y})`)
     }
     await screenshot(page, 'phone-booking-form')
+    await context.close()
+  })
+
+  it('bug 14: durations speak hours, too long is refused before submit, a nonsense year is an error', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    const countMine = async () => (await apiCall(context, 'GET', '/api/v1/bookings/?mine=true&page_size=1')).body.count
+    const before = await countMine()
+    await page.goto('/bookings/new')
+    const poolId = Number(await page.locator('#booking-pool').inputValue())
+    const pool = (await apiCall(context, 'GET', `/api/v1/pools/${poolId}/`)).body
+    const maxHours = pool.max_duration_minutes / 60
+    const start = new Date(Date.now() + 5 * 86_400_000)
+    start.setUTCHours(8, 0, 0, 0)
+    const end = new Date(start.getTime() + (maxHours + 24) * 3_600_000)
+    const tz = (await apiCall(context, 'GET', '/api/v1/me/')).body.timezone
+    await page.fill('#booking-start', wallTime(start.toISOString(), tz))
+    await page.fill('#booking-end', wallTime(end.toISOString(), tz))
+
+    // Flagged before submit, in hours as the hint says, never in minutes.
+    const endError = page.locator('[data-testid=field-error][data-field=booking-end]')
+    await endError.waitFor()
+    assert.match(await endError.textContent(), new RegExp(`${maxHours}\\s*h`))
+    assert.doesNotMatch(await endError.textContent(), /minute/)
+    assert.match(await page.locator('[data-testid=summary-duration]').textContent(), /too long/i)
+    await page.click('[data-testid=booking-submit]')
+    await page.locator('[data-testid=form-error]').waitFor()
+    assert.equal(await countMine(), before, 'nothing was booked')
+
+    // The server's own message speaks hours too.
+    const api = await apiCall(context, 'POST', '/api/v1/bookings/', { pool: poolId, start: start.toISOString(), end: end.toISOString() })
+    assert.equal(api.status, 400)
+    assert.match(api.body.message, new RegExp(`${maxHours} hours`))
+
+    // A year typed with six digits is a clear error, not "0 h".
+    await page.locator('#booking-end').evaluate((el) => {
+      el.value = `202610${el.value.slice(4)}`
+      el.dispatchEvent(new Event('input', { bubbles: true }))
+    })
+    await page.locator('[data-testid=field-error][data-field=booking-end]', { hasText: /valid date/i }).waitFor()
+    assert.doesNotMatch(await page.locator('[data-testid=summary-duration]').textContent(), /^\s*0 h/)
     await context.close()
   })
 })

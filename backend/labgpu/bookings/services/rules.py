@@ -56,6 +56,12 @@ def check_lab_may_book(ask: Ask, snap: BookingSnapshot) -> None:
     )
 
 
+def _hours(minutes: int) -> str:
+    """Minutes as hours the way the SPA's hint states the limits: "168 hours", "0.5 hours"."""
+    value = minutes / 60
+    return f"{value:g} hour" if value == 1 else f"{value:g} hours"
+
+
 def check_times(ask: Ask, snap: BookingSnapshot) -> None:
     """The pool's time rules. An on-demand booking starts now, and an extension keeps its start:
     neither start is checked against the past or the grid."""
@@ -83,13 +89,13 @@ def check_times(ask: Ask, snap: BookingSnapshot) -> None:
     minutes = (end - start).total_seconds() / 60
     if minutes < pool.min_duration_minutes:
         raise ApplicationError(
-            f"Bookings in {pool.name} last at least {pool.min_duration_minutes} minutes.",
+            f"Bookings in {pool.name} last at least {_hours(pool.min_duration_minutes)}.",
             code="too_short",
             field="end",
         )
     if minutes > pool.max_duration_minutes:
         raise ApplicationError(
-            f"Bookings in {pool.name} last at most {pool.max_duration_minutes} minutes.",
+            f"Bookings in {pool.name} last at most {_hours(pool.max_duration_minutes)}.",
             code="too_long",
             field="end",
         )
