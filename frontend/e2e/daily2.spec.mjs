@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, launch, screenshot, signIn, wallTime } from './support.mjs'
+import { BASE_URL, apiCall, launch, listPools, screenshot, signIn, wallTime } from './support.mjs'
 
 /** A new context for `username` with nothing cached yet (a first visit, already signed in). */
 async function coldContext(browser, username, options = {}) {
@@ -225,9 +225,10 @@ describe('daily use, part 2 (issue 14)', () => {
     const countMine = async () => (await apiCall(context, 'GET', '/api/v1/bookings/?mine=true&page_size=1')).body.count
     const before = await countMine()
     await page.goto('/bookings/new')
+    await page.waitForFunction(() => document.querySelector('#booking-pool')?.value)
     const poolId = Number(await page.locator('#booking-pool').inputValue())
-    const pool = (await apiCall(context, 'GET', `/api/v1/pools/${poolId}/`)).body
-    const maxHours = pool.max_duration_minutes / 60
+    const pool = (await listPools(context)).find((p) => p.id === poolId)
+    const maxHours = (pool.max_duration_minutes ?? 10_080) / 60
     const start = new Date(Date.now() + 5 * 86_400_000)
     start.setUTCHours(8, 0, 0, 0)
     const end = new Date(start.getTime() + (maxHours + 24) * 3_600_000)
