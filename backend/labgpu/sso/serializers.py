@@ -10,7 +10,9 @@ class GroupMappingSerializer(serializers.ModelSerializer):
     lab = OwnPrimaryKeyRelatedField(
         queryset=Lab.objects.all(), visible_to=labs_visible_to, allow_null=True, required=False
     )
-    lab_name = serializers.CharField(source="lab.name", read_only=True, default=None)
+    lab_name = serializers.CharField(
+        source="lab.name", read_only=True, allow_null=True, default=None
+    )
 
     class Meta:
         model = GroupMapping

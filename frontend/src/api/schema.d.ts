@@ -1412,7 +1412,7 @@ export interface components {
             readonly id: number;
             group: string;
             lab?: number | null;
-            readonly lab_name: string;
+            readonly lab_name: string | null;
             role?: components["schemas"]["GroupMappingRoleEnum"];
             /** Format: date-time */
             readonly created_at: string;
