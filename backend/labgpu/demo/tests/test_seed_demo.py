@@ -73,3 +73,44 @@ def test_a_nonsense_emulator_port_is_refused(monkeypatch):
     monkeypatch.setenv("EMULATOR_PORT", "80x")
     with pytest.raises(CommandError, match="EMULATOR_PORT"):
         call_command("seed_demo", "--emulator-only", stdout=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_seed_demo_writes_weeks_of_history_once():
+    from labgpu.health.models import HealthReport
+    from labgpu.provisioning.models import Node
+    from labgpu.quotas.models import QuotaRequest
+    from labgpu.usage.models import UsageRecord
+
+    call_command("seed_demo", stdout=io.StringIO())
+
+    def counts() -> dict[str, int]:
+        return {
+            "completed": Booking.objects.filter(status="completed").count(),
+            "pending": Booking.objects.filter(status="pending").count(),
+            "nodes": Node.objects.count(),
+            "usage": UsageRecord.objects.count(),
+            "reports": HealthReport.objects.count(),
+            "quota_requests": QuotaRequest.objects.filter(status="pending").count(),
+        }
+
+    first = counts()
+    call_command("seed_demo", stdout=io.StringIO())
+    assert counts() == first, "a second run duplicated rows"
+
+    # Three weeks of completed bookings, each with its node's usage and health report.
+    assert first["completed"] >= 40
+    days = {b.start.date() for b in Booking.objects.filter(status="completed")}
+    assert len(days) >= 20
+    assert first["usage"] == first["nodes"] == first["reports"]
+    # Reports of several instance types, as the agent's parsers shape them.
+    assert len(HealthReport.objects.values("instance_type").distinct()) >= 3
+    assert all(r.smoke and r.facts for r in HealthReport.objects.all()[:10])
+    # One node failed its checks and was replaced; the provider's cost, not the lab's.
+    failed = Node.objects.get(status="destroyed", failed_at__isnull=False)
+    assert HealthReport.objects.get(node=failed).verdict == "fail"
+    assert Node.objects.filter(booking=failed.booking, attempt=2, ready_at__isnull=False).exists()
+    assert UsageRecord.objects.get(node=failed).charged_to_lab is False
+    # Work waiting for an admin: bookings to approve and a quota request.
+    assert first["pending"] >= 2
+    assert first["quota_requests"] == 1

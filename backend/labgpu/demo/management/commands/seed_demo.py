@@ -1,4 +1,5 @@
-"""Demo data: people, labs, the GPU catalog, pools, quotas and a few bookings. Safe to re-run."""
+"""Demo data: people, labs, the GPU catalog, pools, quotas, a few bookings and a few weeks of
+history (labgpu.demo.history). Safe to re-run."""
 
 import json
 import os
@@ -15,6 +16,7 @@ from labgpu.bookings.models import Booking
 from labgpu.bookings.services import booking_create
 from labgpu.catalog.models import InstanceType, NodePool, ProviderAccount
 from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
+from labgpu.demo.history import seed_history, seed_quota_request
 from labgpu.quotas.models import Quota
 
 DEMO_PASSWORD = "labgpu-demo"
@@ -174,6 +176,8 @@ class Command(BaseCommand):
             pools = self._catalog()
             self._quotas()
         self._bookings(users, pools)
+        seed_history(users=users, pools=pools)
+        seed_quota_request(users=users, pools=pools)
         if options["json"]:
             self.stdout.write(json.dumps(self._summary(users, pools), indent=2))
         else:
@@ -281,6 +285,7 @@ class Command(BaseCommand):
             ("alice", "mi300x-tor1", 0, 4, "[demo] ViT-H fine-tuning on ImageNet-21k"),
             ("bob", "mi300x-tor1", 2, 3, "[demo] SDXL LoRA sweep"),
             ("erin", "mi350x-atl1", 24, 6, "[demo] Llama-3-8B continued pre-training"),
+            ("alice", "mi350x-atl1", 48, 4, "[demo] Video diffusion baseline"),
             ("dave", "h200-nyc2", 5, 2, "[demo] vLLM throughput comparison"),
             ("mallory", "mi300x-tor1", 30, 2, "[demo] Tokenizer ablation"),
         ]
