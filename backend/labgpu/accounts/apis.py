@@ -17,7 +17,9 @@ from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey
 from labgpu.accounts.serializers import (
     ApiTokenCreatedSerializer,
     ApiTokenSerializer,
+    LabCreateSerializer,
     LabSerializer,
+    LabUpdateSerializer,
     LoginSerializer,
     MembershipSerializer,
     MembershipUpdateSerializer,
@@ -145,9 +147,12 @@ class ApiTokenViewSet(
         services.token_revoke(token=instance)
 
 
-class LabViewSet(viewsets.ReadOnlyModelViewSet):
+class LabViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Labs I belong to (site admins: every lab). Site admins create, rename and archive labs."""
+
     queryset = Lab.objects.none()
     serializer_class = LabSerializer
+    http_method_names = ["get", "post", "patch", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Lab]:
         return selectors.labs_visible_to(self.request.user).order_by("name")
@@ -158,6 +163,23 @@ class LabViewSet(viewsets.ReadOnlyModelViewSet):
             Membership.objects.filter(user=self.request.user).values_list("lab_id", "role")
         )
         return context
+
+    @extend_schema(request=LabCreateSerializer, responses={201: LabSerializer})
+    def create(self, request: Request) -> Response:
+        services.require_site_admin(actor=request.user)  # before reading the body
+        body = LabCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        lab = services.lab_create(actor=request.user, **body.validated_data)
+        return Response(self.get_serializer(lab).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=LabUpdateSerializer, responses=LabSerializer)
+    def partial_update(self, request: Request, pk: str) -> Response:
+        lab = self.get_object()
+        services.require_site_admin(actor=request.user)
+        body = LabUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        lab = services.lab_update(actor=request.user, lab=lab, **body.validated_data)
+        return Response(self.get_serializer(lab).data)
 
 
 class LabMemberViewSet(viewsets.ModelViewSet):

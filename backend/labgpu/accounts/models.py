@@ -48,6 +48,8 @@ class Lab(BaseModel):
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="labs"
     )
+    # An archived lab keeps its history (bookings, usage, quotas) but books nothing new.
+    is_active = models.BooleanField(default=True)
 
     def __str__(self) -> str:
         return self.name

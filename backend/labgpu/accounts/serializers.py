@@ -113,11 +113,23 @@ class LabSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Lab
-        fields = ["id", "name", "slug", "my_role", "created_at"]
+        fields = ["id", "name", "slug", "my_role", "is_active", "created_at"]
 
     def get_my_role(self, lab: Lab) -> str | None:
         roles = self.context.get("my_roles", {})
         return roles.get(lab.pk)
+
+
+class LabCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=120)
+    slug = serializers.SlugField(max_length=60, required=False, allow_blank=True, default="")
+
+
+class LabUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=120, required=False)
+    is_active = serializers.BooleanField(
+        required=False, help_text="False archives the lab: it keeps its history, books nothing new."
+    )
 
 
 class MembershipSerializer(serializers.ModelSerializer):

@@ -5,6 +5,7 @@ import secrets
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
+from django.utils.text import slugify
 
 from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey, User
 from labgpu.audit.services import audit_record
@@ -122,6 +123,11 @@ def require_lab_admin(*, actor: User, lab: Lab) -> None:
         raise NotPermitted("Only this lab's admins can do that.", code="not_lab_admin")
 
 
+def require_site_admin(*, actor: User) -> None:
+    if not actor.is_site_admin:
+        raise NotPermitted("Only site admins can do that.", code="not_site_admin")
+
+
 def require_site_admin_to_add(*, actor: User) -> None:
     """Adding someone to a lab shares their bookings and usage with it without their say, so only
     site admins add directly; lab admins invite by e-mail (labgpu.invitations: the person joins
@@ -209,3 +215,51 @@ def _ensure_another_admin(membership: Membership) -> None:
     )
     if not others.exists():
         raise Conflict("A lab needs at least one lab admin.", code="last_lab_admin")
+
+
+@transaction.atomic
+def lab_create(*, actor: User, name: str, slug: str = "") -> Lab:
+    """A new lab (site admins). Its slug comes from the name unless given."""
+    require_site_admin(actor=actor)
+    lab = Lab(name=name.strip(), slug=slug or slugify(name)[:60])
+    if not lab.slug:
+        raise ApplicationError("Give the lab a name with letters or digits.", field="name")
+    _lab_unique(lab)
+    lab.save()
+    audit_record(actor=actor, action="lab.create", target=lab, lab=lab, data={"name": lab.name})
+    return lab
+
+
+@transaction.atomic
+def lab_update(
+    *, actor: User, lab: Lab, name: str | None = None, is_active: bool | None = None
+) -> Lab:
+    """Rename a lab, or archive it (`is_active=False`: it keeps its history, books nothing new)
+    and bring it back. Site admins only."""
+    require_site_admin(actor=actor)
+    changes: dict[str, object] = {}
+    if name is not None and name.strip() != lab.name:
+        changes["name"] = {"from": lab.name, "to": name.strip()}
+        lab.name = name.strip()
+    if is_active is not None and is_active != lab.is_active:
+        changes["is_active"] = {"from": lab.is_active, "to": is_active}
+        lab.is_active = is_active
+    if not changes:
+        return lab
+    _lab_unique(lab)
+    lab.save(update_fields=[*changes, "updated_at"])
+    action = "lab.update"
+    if list(changes) == ["is_active"]:
+        action = "lab.restore" if is_active else "lab.archive"
+    audit_record(actor=actor, action=action, target=lab, lab=lab, data={"changes": changes})
+    return lab
+
+
+def _lab_unique(lab: Lab) -> None:
+    others = Lab.objects.exclude(pk=lab.pk)
+    if others.filter(name__iexact=lab.name).exists():
+        raise ApplicationError("A lab with this name exists.", code="duplicate_lab", field="name")
+    if others.filter(slug=lab.slug).exists():
+        raise ApplicationError(
+            "A lab with this short name exists.", code="duplicate_lab", field="slug"
+        )

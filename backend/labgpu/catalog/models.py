@@ -112,7 +112,10 @@ class InstanceType(BaseModel):
     vram_gb_per_gpu = models.PositiveIntegerField(validators=[MaxValueValidator(65536)])
     # gfx target on AMD (gfx942), compute capability on NVIDIA (9.0).
     gpu_arch = models.CharField(max_length=32)
-    price_per_hour = models.DecimalField(max_digits=10, decimal_places=4)
+    # Copied onto each booking when it is made: a change applies to bookings made afterwards.
+    price_per_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, validators=[MinValueValidator(0)]
+    )
     agent_profile = models.CharField(max_length=64, blank=True)
     expected_baselines = models.JSONField(default=dict, blank=True)
     is_active = models.BooleanField(default=True)

@@ -379,8 +379,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * @description GPU machine types and their prices. A new price applies to bookings made from then on:
+         *     a booking keeps the price it was made at, and metering bills that price.
+         */
         get: operations["v1_instance_types_list"];
         put?: never;
+        /**
+         * @description GPU machine types and their prices. A new price applies to bookings made from then on:
+         *     a booking keeps the price it was made at, and metering bills that price.
+         */
         post: operations["v1_instance_types_create"];
         delete?: never;
         options?: never;
@@ -395,12 +403,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * @description GPU machine types and their prices. A new price applies to bookings made from then on:
+         *     a booking keeps the price it was made at, and metering bills that price.
+         */
         get: operations["v1_instance_types_retrieve"];
+        /**
+         * @description GPU machine types and their prices. A new price applies to bookings made from then on:
+         *     a booking keeps the price it was made at, and metering bills that price.
+         */
         put: operations["v1_instance_types_update"];
         post?: never;
+        /**
+         * @description GPU machine types and their prices. A new price applies to bookings made from then on:
+         *     a booking keeps the price it was made at, and metering bills that price.
+         */
         delete: operations["v1_instance_types_destroy"];
         options?: never;
         head?: never;
+        /**
+         * @description GPU machine types and their prices. A new price applies to bookings made from then on:
+         *     a booking keeps the price it was made at, and metering bills that price.
+         */
         patch: operations["v1_instance_types_partial_update"];
         trace?: never;
     };
@@ -488,9 +512,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** @description Labs I belong to (site admins: every lab). Site admins create, rename and archive labs. */
         get: operations["v1_labs_list"];
         put?: never;
-        post?: never;
+        /** @description Labs I belong to (site admins: every lab). Site admins create, rename and archive labs. */
+        post: operations["v1_labs_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -600,13 +626,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** @description Labs I belong to (site admins: every lab). Site admins create, rename and archive labs. */
         get: operations["v1_labs_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /** @description Labs I belong to (site admins: every lab). Site admins create, rename and archive labs. */
+        patch: operations["v1_labs_partial_update"];
         trace?: never;
     };
     "/api/v1/me/": {
@@ -770,8 +798,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** @description Creates and changes go through the catalog's service, which checks and audits them. */
         get: operations["v1_pools_list"];
         put?: never;
+        /** @description Creates and changes go through the catalog's service, which checks and audits them. */
         post: operations["v1_pools_create"];
         delete?: never;
         options?: never;
@@ -786,12 +816,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** @description Creates and changes go through the catalog's service, which checks and audits them. */
         get: operations["v1_pools_retrieve"];
+        /** @description Creates and changes go through the catalog's service, which checks and audits them. */
         put: operations["v1_pools_update"];
         post?: never;
+        /** @description Creates and changes go through the catalog's service, which checks and audits them. */
         delete: operations["v1_pools_destroy"];
         options?: never;
         head?: never;
+        /** @description Creates and changes go through the catalog's service, which checks and audits them. */
         patch: operations["v1_pools_partial_update"];
         trace?: never;
     };
@@ -1587,8 +1621,13 @@ export interface components {
             name: string;
             slug: string;
             readonly my_role: string | null;
+            is_active?: boolean;
             /** Format: date-time */
             readonly created_at: string;
+        };
+        LabCreateRequest: {
+            name: string;
+            slug?: string;
         };
         LabSummary: {
             readonly id: number;
@@ -1957,6 +1996,11 @@ export interface components {
             price_per_hour?: string;
             agent_profile?: string;
             expected_baselines?: unknown;
+            is_active?: boolean;
+        };
+        PatchedLabUpdateRequest: {
+            name?: string;
+            /** @description False archives the lab: it keeps its history, books nothing new. */
             is_active?: boolean;
         };
         PatchedMeRequest: {
@@ -5631,6 +5675,85 @@ export interface operations {
             };
         };
     };
+    v1_labs_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LabCreateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["LabCreateRequest"];
+                "multipart/form-data": components["schemas"]["LabCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lab"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_labs_invitations_list: {
         parameters: {
             query?: never;
@@ -6264,6 +6387,88 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this lab. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedLabUpdateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedLabUpdateRequest"];
+                "multipart/form-data": components["schemas"]["PatchedLabUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lab"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

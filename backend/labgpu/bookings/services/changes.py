@@ -87,6 +87,15 @@ def booking_create(
 
 
 def _resolve_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
+    resolved, membership = _member_lab(user, lab)
+    if not resolved.is_active:
+        raise NotPermitted(
+            "This lab is archived: it books nothing new.", code="lab_archived", field="lab"
+        )
+    return resolved, membership
+
+
+def _member_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
     memberships = list(Membership.objects.filter(user=user).select_related("lab"))
     if lab is None:
         if len(memberships) == 1:
