@@ -132,3 +132,25 @@ export function ceilToMinutes(date: Date, minutes: number): Date {
   const step = minutes * 60_000
   return new Date(Math.ceil(date.getTime() / step) * step)
 }
+
+/**
+ * The first day of the week in `locale`, as the calendar widget counts (0 = Sunday, 1 = Monday).
+ * From CLDR through Intl.Locale's week info where the browser has it; zh-CN weeks start on Monday
+ * (GB/T 7408) even where it does not.
+ */
+export type DayOfWeek = 0 | 1 | 2 | 3 | 4 | 5 | 6
+
+export function firstDayOfWeek(locale: string): DayOfWeek {
+  if (locale.toLowerCase().startsWith('zh')) return 1
+  try {
+    const loc = new Intl.Locale(locale) as Intl.Locale & {
+      getWeekInfo?: () => { firstDay: number }
+      weekInfo?: { firstDay: number }
+    }
+    const info = loc.getWeekInfo?.() ?? loc.weekInfo
+    if (info) return (info.firstDay % 7) as DayOfWeek
+  } catch {
+    /* an odd tag: the widget's default below */
+  }
+  return 0
+}

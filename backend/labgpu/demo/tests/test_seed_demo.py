@@ -114,3 +114,24 @@ def test_seed_demo_writes_weeks_of_history_once():
     # Work waiting for an admin: bookings to approve and a quota request.
     assert first["pending"] >= 2
     assert first["quota_requests"] == 1
+
+
+@pytest.mark.django_db
+def test_seed_demo_pool_names_are_plain_and_approval_is_a_flag():
+    """The approval rule is `requires_approval`, shown as a badge; never text in the pool's name."""
+    call_command("seed_demo", stdout=io.StringIO())
+    NodePool.objects.filter(slug="mi350x-atl1").update(name="MI350X ×1 · atl1 (approval)")
+    call_command("seed_demo", stdout=io.StringIO())  # an older demo database is put right
+
+    assert NodePool.objects.filter(requires_approval=True).exists()
+    assert not NodePool.objects.filter(name__icontains="approval").exists()
+
+
+@pytest.mark.django_db
+def test_ready_reads_the_same_for_bookings_and_nodes_in_chinese():
+    from django.utils import translation
+
+    from labgpu.provisioning.models import Node
+
+    with translation.override("zh-hans"):
+        assert str(Booking.Status.READY.label) == str(Node.Status.READY.label) == "就绪"
