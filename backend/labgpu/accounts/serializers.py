@@ -3,9 +3,10 @@ from rest_framework import serializers
 
 from labgpu.accounts.models import TIME_ZONES, ApiToken, Lab, Membership, SshKey, User
 from labgpu.api.fields import AwareDateTimeField
+from labgpu.api.serializers import CachedFieldsModelSerializer
 
 
-class LabSummarySerializer(serializers.ModelSerializer):
+class LabSummarySerializer(CachedFieldsModelSerializer):
     class Meta:
         model = Lab
         fields = ["id", "name", "slug"]
@@ -61,7 +62,7 @@ class MeSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "username"]
 
 
-class UserSummarySerializer(serializers.ModelSerializer):
+class UserSummarySerializer(CachedFieldsModelSerializer):
     class Meta:
         model = User
         fields = ["id", "username", "first_name", "last_name"]

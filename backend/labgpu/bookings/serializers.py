@@ -4,6 +4,7 @@ from labgpu.accounts.models import Lab
 from labgpu.accounts.selectors import labs_visible_to
 from labgpu.accounts.serializers import LabSummarySerializer, UserSummarySerializer
 from labgpu.api.fields import AwareDateTimeField, OwnPrimaryKeyRelatedField
+from labgpu.api.serializers import CachedFieldsModelSerializer
 from labgpu.bookings.models import Booking
 
 
@@ -30,7 +31,7 @@ class BookingNodeSerializer(serializers.Serializer):
         return node.ssh_command
 
 
-class BookingSerializer(serializers.ModelSerializer):
+class BookingSerializer(CachedFieldsModelSerializer):
     lab = LabSummarySerializer(read_only=True)
     user = UserSummarySerializer(read_only=True)
     pool_name = serializers.CharField(source="pool.name", read_only=True)

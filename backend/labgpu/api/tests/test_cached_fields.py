@@ -1,0 +1,47 @@
+"""CachedFieldsMixin: the fields a serializer gets are DRF's own, built once per class."""
+
+from rest_framework import serializers
+
+from labgpu.api.serializers import CachedFieldsMixin
+from labgpu.bookings.serializers import BookingSerializer
+
+
+class PlainBookingSerializer(serializers.ModelSerializer):
+    """BookingSerializer's declaration without the cache, as DRF builds it."""
+
+    class Meta(BookingSerializer.Meta):
+        pass
+
+
+for _name, _field in BookingSerializer._declared_fields.items():
+    PlainBookingSerializer._declared_fields[_name] = _field
+
+
+def test_cached_fields_equal_the_fields_drf_builds():
+    cached = BookingSerializer().fields
+    plain = PlainBookingSerializer().fields
+    assert list(cached) == list(plain)
+    for name in plain:
+        assert repr(cached[name]) == repr(plain[name]), name
+
+
+def test_each_instance_gets_its_own_bound_fields():
+    first, second = BookingSerializer(), BookingSerializer()
+    assert first.fields["status"] is not second.fields["status"]
+    assert first.fields["status"].parent is first
+    assert second.fields["lab"].parent is second
+    assert first.fields["lab"].fields["name"] is not second.fields["lab"].fields["name"]
+
+
+def test_model_fields_are_built_once_per_class(monkeypatch):
+    BookingSerializer().fields  # the template exists
+    calls = []
+    original = serializers.ModelSerializer.build_field
+    monkeypatch.setattr(
+        serializers.ModelSerializer,
+        "build_field",
+        lambda self, *a, **kw: calls.append(a[0]) or original(self, *a, **kw),
+    )
+    BookingSerializer().fields
+    assert calls == []
+    assert issubclass(BookingSerializer, CachedFieldsMixin)
