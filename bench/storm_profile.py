@@ -109,7 +109,9 @@ def main() -> None:
     cpu0 = time.process_time()
     for _ in range(args.n):
         one()
-    print(f"{args.n} creates: {(time.process_time() - cpu0) / args.n * 1000:.2f} ms CPU each")
+    print(
+        f"{args.n} creates: {(time.process_time() - cpu0) / args.n * 1000:.2f} ms CPU each"
+    )
 
     prof = cProfile.Profile()
     prof.enable()
