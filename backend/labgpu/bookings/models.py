@@ -23,13 +23,30 @@ class Overlaps(Func):
     output_field = BooleanField()
     arity = 4
 
+    # The row's range spelled as the index that should answer is written: `booking_pool_period`
+    # indexes `tstzrange(start, "end")`, the live-slot exclusion constraint (migration 0002)
+    # `tstzrange(reserved_start, reserved_end, '[)')`; the same range in another spelling is not
+    # matched to the index.
+    row_bounds = ""
+
     def __init__(self, start: str, end: str, lo, hi) -> None:  # type: ignore[no-untyped-def]
         super().__init__(F(start), F(end), Value(lo), Value(hi))
 
     def as_sql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
         start, end, lo, hi = (compiler.compile(e) for e in self.get_source_expressions())
-        sql = f"tstzrange({start[0]}, {end[0]}) && tstzrange({lo[0]}, {hi[0]})"
+        sql = f"tstzrange({start[0]}, {end[0]}{self.row_bounds}) && tstzrange({lo[0]}, {hi[0]})"
         return sql, [*start[1], *end[1], *lo[1], *hi[1]]
+
+
+class ReservedOverlaps(Overlaps):
+    """`[reserved_start, reserved_end)` of a live row overlaps `[lo, hi)`, answered by the GiST
+    index of the live-slot exclusion constraint (pool_id, slot, reserved range) on both bounds,
+    where the B-tree on (pool_id, reserved_start) reads every live reservation before `hi`."""
+
+    row_bounds = ", '[)'"
+
+    def __init__(self, lo, hi) -> None:  # type: ignore[no-untyped-def]
+        super().__init__("reserved_start", "reserved_end", lo, hi)
 
 
 def bigint(value: int) -> Cast:

@@ -4,15 +4,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
-from django.db.models import QuerySet
+from django.db.models import Exists, IntegerField, OuterRef, QuerySet, Value
+from django.db.models.functions import Cast
 
-from labgpu.accounts.models import User
+from labgpu.accounts.models import Membership, User
 from labgpu.accounts.selectors import admin_lab_ids_of, lab_ids_of
-from labgpu.bookings.models import Booking, Overlaps, bigint
+from labgpu.bookings.models import Booking, Overlaps, ReservedOverlaps, bigint
 from labgpu.catalog.models import Blackout, NodePool
 from labgpu.core.timeutils import ceil_to_grid, now
 
 Period = tuple[datetime, datetime]
+BLACKOUT = -1  # the slot of a blackout row in reservations_and_blackouts' UNION
 
 
 @dataclass(frozen=True)
@@ -40,24 +42,46 @@ def booking_changeable_by(user: User, booking: Booking) -> bool:
     )
 
 
-def live_reserved_periods(
-    pool: NodePool, start: datetime, end: datetime, *, exclude_id: int | None = None
-) -> list[Period]:
-    rows = Booking.objects.filter(
-        pool=pool,
-        status__in=Booking.LIVE_STATUSES,
-        reserved_start__lt=end,
-        reserved_end__gt=start,
+def reservations_and_blackouts(
+    pool: NodePool,
+    reserved: Period,
+    dark: Period,
+    *,
+    exclude_id: int | None = None,
+) -> tuple[list[Period], list[Period]]:
+    """The live reserved periods of `pool` that overlap `reserved`, and its blackouts that overlap
+    `dark`, in one round trip (a UNION ALL; blackouts marked by a slot of -1).
+
+    Reservations are asked as a range overlap over the GiST index of the live-slot exclusion
+    constraint, so the cost follows the period asked, not how many live bookings lie before it.
+    """
+    lo, hi = reserved
+    rows = Booking.objects.filter(pool_id=bigint(pool.pk), status__in=Booking.LIVE_STATUSES)
+    # An empty or inverted period overlaps nothing as a range; as two comparisons it still holds
+    # what contains its instant, as it always did.
+    rows = (
+        rows.filter(ReservedOverlaps(lo, hi))
+        if lo < hi
+        else rows.filter(reserved_start__lt=hi, reserved_end__gt=lo)
     )
     if exclude_id is not None:
         rows = rows.exclude(pk=exclude_id)
-    return list(rows.values_list("reserved_start", "reserved_end"))
-
-
-def blackouts_between(pool: NodePool, start: datetime, end: datetime) -> list[Period]:
-    return list(
-        Blackout.objects.filter(pool=pool, start__lt=end, end__gt=start).values_list("start", "end")
-    )
+    blackouts = Blackout.objects.filter(pool=pool, start__lt=dark[1], end__gt=dark[0])
+    periods: list[Period] = []
+    darks: list[Period] = []
+    for start, end, slot in (
+        rows.order_by()
+        .values_list("reserved_start", "reserved_end", Cast("slot", IntegerField()))
+        .union(
+            blackouts.order_by().values_list(
+                "start", "end", Value(BLACKOUT, output_field=IntegerField())
+            ),
+            all=True,
+        )
+        .order_by()  # not Booking's default ordering, which names no column of the UNION
+    ):
+        (darks if slot == BLACKOUT else periods).append((start, end))
+    return periods, darks
 
 
 def peak_usage(periods: list[Period], start: datetime, end: datetime) -> int:
@@ -82,8 +106,7 @@ def availability_intervals(pool: NodePool, start: datetime, end: datetime) -> li
     One sweep over the reservations' and blackouts' starts and ends (sorted once), not a count of
     every reservation for every piece: a busy pool-month has a few hundred of each.
     """
-    periods = live_reserved_periods(pool, start, end)
-    blackouts = blackouts_between(pool, start, end)
+    periods, blackouts = reservations_and_blackouts(pool, (start, end), (start, end))
     changes: dict[datetime, list[int]] = {start: [0, 0], end: [0, 0]}  # moment: [Δused, Δdark]
     for kind, rows in ((0, periods), (1, blackouts)):
         for p_start, p_end in rows:
@@ -141,8 +164,9 @@ def next_free_windows(
         # Every reservation that can touch a window starting before `upto` is read.
         upto = min(searched_to + stretch, last_start + timedelta(microseconds=1))
         window_end = upto + duration + lead + grace
-        periods = live_reserved_periods(pool, earliest - lead, window_end, exclude_id=exclude_id)
-        blackouts = blackouts_between(pool, earliest, window_end)
+        periods, blackouts = reservations_and_blackouts(
+            pool, (earliest - lead, window_end), (earliest, window_end), exclude_id=exclude_id
+        )
         candidates = {ceil_to_grid(earliest, grid)}
         candidates.update(ceil_to_grid(p_end + lead, grid) for _, p_end in periods)
         candidates.update(ceil_to_grid(b_end, grid) for _, b_end in blackouts)
@@ -163,9 +187,15 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
     """Live bookings of `pool` in [start, end) as the calendar shows them (BusyBlockSerializer):
     the user's own labs' with their id and lab, other labs' as anonymous blocks (I-6).
 
-    One query over the GiST index `booking_pool_period`; rows are rendered as plain dicts.
+    One query over the GiST index `booking_pool_period`, which also says whether each row's lab is
+    one of the user's (an EXISTS over their memberships, not a second round trip); rows are
+    rendered as plain dicts.
     """
-    own_labs = None if user.is_site_admin else lab_ids_of(user)
+    own = (
+        Value(True)
+        if user.is_site_admin
+        else Exists(Membership.objects.filter(user_id=user.pk, lab_id=OuterRef("lab_id")))
+    )
     rows = (
         Booking.objects.filter(
             Overlaps("start", "end", start, end),
@@ -175,28 +205,27 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
         .order_by("start", "id")
         .values_list(
             "pk", "start", "end", "reserved_start", "reserved_end",
-            "status", "user_id", "lab_id", "lab__name", "lab__slug",
+            "status", "user_id", "lab_id", "lab__name", "lab__slug", own,
         )
     )  # fmt: skip
     blocks = []
-    for pk, b_start, b_end, r_start, r_end, status, user_id, lab_id, lab_name, lab_slug in rows:
-        own = own_labs is None or lab_id in own_labs
+    for pk, b_start, b_end, r_start, r_end, status, user_id, lab_id, name, slug, own in rows:
         blocks.append(
             {
-                "start": _iso(b_start),
-                "end": _iso(b_end),
-                "reserved_start": _iso(r_start),
-                "reserved_end": _iso(r_end),
+                "start": iso(b_start),
+                "end": iso(b_end),
+                "reserved_start": iso(r_start),
+                "reserved_end": iso(r_end),
                 "status": status,
                 "mine": user_id == user.pk,
                 "booking": pk if own else None,
-                "lab": {"id": lab_id, "name": lab_name, "slug": lab_slug} if own else None,
+                "lab": {"id": lab_id, "name": name, "slug": slug} if own else None,
             }
         )
     return blocks
 
 
-def _iso(moment: datetime) -> str:
+def iso(moment: datetime) -> str:
     """As DRF's DateTimeField writes a UTC moment: ISO 8601 with `Z`."""
     text = moment.astimezone(UTC).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text

@@ -86,10 +86,10 @@ def test_booking_list_page_of_50(
 
 def test_pool_availability(client, pool, quotas, tomorrow, django_assert_num_queries):
     book(client, pool, tomorrow)
-    # token; visible labs; the pool; reservations + blackouts for the intervals; then the next
-    # free windows read reservations + blackouts of the first week, and (fewer than five windows
-    # there) of the rest of the horizon = 9.
-    with django_assert_num_queries(9):
+    # token; visible labs; the pool; reservations and blackouts for the intervals (one UNION);
+    # then the next free windows read those of the first week, and (fewer than five windows
+    # there) of the rest of the horizon, one UNION each = 6.
+    with django_assert_num_queries(6):
         response = client.get(
             f"/api/v1/pools/{pool.pk}/availability/",
             {

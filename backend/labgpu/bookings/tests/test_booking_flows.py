@@ -1,12 +1,13 @@
 """Approve, reject, cancel, extend, expire; availability and next free windows."""
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from labgpu.audit.models import AuditEvent
 from labgpu.bookings.models import Booking
 from labgpu.bookings.services import bookings_expire_stale_pending
+from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.tests.factories import BlackoutFactory, NodePoolFactory
 
 pytestmark = pytest.mark.django_db
@@ -367,3 +368,44 @@ def test_a_pending_booking_extends_at_once_and_is_approved_as_a_whole(
     assert extend(as_alice, booking, tomorrow + timedelta(days=2)).status_code == 200
     row = Booking.objects.get(pk=booking["id"])
     assert (row.status, row.end, row.pending_end) == ("pending", tomorrow + timedelta(days=2), None)
+
+
+def test_calendar_list_holds_the_pools_bookings_that_overlap_the_window(
+    as_alice, alice, vision_lab, mallory, other_lab, pool, instance_type
+):
+    # [09:00, 17:00) of a day; bookings touching its edges from outside are not in it.
+    day = datetime(2030, 1, 7, tzinfo=UTC)
+    lo, hi = day + timedelta(hours=9), day + timedelta(hours=17)
+    other_pool = NodePoolFactory(instance_type=instance_type)
+
+    def booking(start_h, end_h, **extra):
+        extra = {"user": alice, "lab": vision_lab, "pool": pool, **extra}
+        start, end = day + timedelta(hours=start_h), day + timedelta(hours=end_h)
+        return BookingFactory(start=start, end=end, **extra).pk
+
+    ends_at_lo = booking(7, 9, slot=2)
+    starts_at_hi = booking(17, 18, slot=3)
+    across_lo = booking(8, 10)
+    inside_cancelled = booking(11, 12, status=Booking.Status.CANCELLED)
+    across_all = booking(6, 20, slot=1)
+    across_hi = booking(16, 19)
+    booking(11, 12, pool=other_pool)  # another pool
+    booking(11, 12, user=mallory, lab=other_lab)  # another lab: not alice's to list
+
+    def listed(**params):
+        response = as_alice.get("/api/v1/bookings/", {"pool": pool.pk, **params})
+        assert response.status_code == 200, response.content
+        return [row["id"] for row in response.json()["results"]]
+
+    window = {"start_after": lo.isoformat(), "end_before": hi.isoformat()}
+    assert listed(**window) == [across_all, across_lo, inside_cancelled, across_hi]
+    # Each bound alone, and a window of no length or inverted, as the two comparisons say.
+    assert listed(start_after=lo.isoformat()) == [
+        across_all, across_lo, inside_cancelled, across_hi, starts_at_hi
+    ]  # fmt: skip
+    assert listed(end_before=hi.isoformat()) == [
+        across_all, ends_at_lo, across_lo, inside_cancelled, across_hi
+    ]  # fmt: skip
+    noon = (day + timedelta(hours=12)).isoformat()
+    assert listed(start_after=noon, end_before=noon) == [across_all]
+    assert listed(start_after=hi.isoformat(), end_before=lo.isoformat()) == [across_all]
