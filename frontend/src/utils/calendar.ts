@@ -65,6 +65,16 @@ function labName(lab: BusyBlock['lab']): string | null {
   return lab && typeof lab.name === 'string' ? lab.name : null
 }
 
+/**
+ * Whose a busy block is, as the legend tells them apart: the user's own, a labmate's (its id is
+ * sent, so it may be opened) or another lab's (anonymous, I-6).
+ */
+export type BookingKind = 'mine' | 'lab' | 'other'
+export function bookingKind(item: Pick<BusyBlock, 'mine' | 'booking'>): BookingKind {
+  if (item.mine) return 'mine'
+  return item.booking != null ? 'lab' : 'other'
+}
+
 export const laneId = (n: number) => `lane-${n}`
 
 export function laneResources(capacity: number, used: number, labels: CalendarLabels) {
@@ -89,8 +99,16 @@ export function toCalendarEvents(
     end: toCalendarString(item.end, timeZone),
     title: item.mine ? labels.mine : labName(item.lab) ?? labels.busy,
     resourceIds: [laneId(lane)],
-    classNames: [item.mine ? 'ev-mine' : 'ev-other', `ev-${item.status}`],
-    extendedProps: { booking: item.booking, mine: item.mine, status: item.status },
+    classNames: [`ev-${bookingKind(item)}`, `ev-${item.status}`],
+    extendedProps: {
+      booking: item.booking,
+      mine: item.mine,
+      kind: bookingKind(item),
+      status: item.status,
+      start: item.start,
+      end: item.end,
+      node: labels.lane(lane),
+    },
   }))
   // The changeover around each booking is not free either: its node's setup and teardown, and
   // the teardown and setup a neighbour of the same lane would need (docs/architecture.md, bug 10).

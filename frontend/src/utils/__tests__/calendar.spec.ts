@@ -47,6 +47,9 @@ describe('calendar events', () => {
     expect(events.map((e) => e.title)).toEqual(['Mine', 'Busy', 'Vision Lab'])
     expect(events[0]).toMatchObject({ id: 'booking-7', start: '2026-12-01 08:00:00', resourceIds: ['lane-1'] })
     expect(events[1]!.classNames).toContain('ev-other')
+    // A labmate's booking is neither mine nor another lab's: it has its own colour (bug 9).
+    expect(events[2]!.classNames).toContain('ev-lab')
+    expect(events[2]!.extendedProps).toMatchObject({ kind: 'lab', booking: 9, node: 'Node 3' })
   })
 
   it('shades blackouts across every lane', () => {

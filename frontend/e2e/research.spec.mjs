@@ -1,0 +1,124 @@
+// Issue 14 ([spa-daily]), the researcher's items: the week view of the pool calendar (bug 9) and
+// the features researchers asked for most ("Start now", quick extend, book again, filters).
+// Bookings are made through the API as the people themselves; the page is checked against what
+// the server holds (ids, times, the pool's rules), never against a value the SPA computed.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+
+import { apiCall, launch, listPools, me, screenshot, seriousViolations, signIn, wallTime } from './support.mjs'
+
+/** The first free window of `minutes` in `pool` at or after `from` (ISO). */
+async function freeFrom(context, pool, from, minutes) {
+  const to = new Date(Date.parse(from) + 3 * 86_400_000).toISOString()
+  const q = new URLSearchParams({ start: from, end: to, duration_minutes: String(minutes) })
+  const { body } = await apiCall(context, 'GET', `/api/v1/pools/${pool.id}/availability/?${q}`)
+  if (!body.next_free?.length) throw new Error(`no free window in pool ${pool.name} after ${from}`)
+  return body.next_free[0]
+}
+
+async function book(context, pool, window, purpose) {
+  const { status, body } = await apiCall(context, 'POST', '/api/v1/bookings/', {
+    pool: pool.id, start: window.start, end: window.end, purpose,
+  })
+  assert.equal(status, 201, JSON.stringify(body))
+  return body
+}
+
+const hhmm = (iso, timeZone) => wallTime(iso, timeZone).slice(11, 16)
+
+describe('researcher items of issue 14', () => {
+  let browser
+  before(async () => {
+    browser = await launch()
+  })
+  after(async () => {
+    await browser?.close()
+  })
+
+  it('bug 9: the week view shows readable, clickable bookings in the legend’s colours, without contrast errors', async () => {
+    const alice = await signIn(browser, 'alice')
+    const bob = await signIn(browser, 'bob')
+    const mallory = await signIn(browser, 'mallory')
+    const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity >= 3)
+    const tz = (await me(alice.context)).timezone
+    // A morning 4–18 days ahead; the three bookings land on the same day or close to it.
+    const day = new Date(Date.now() + (4 + Math.floor(Math.random() * 14)) * 86_400_000)
+    day.setUTCHours(1, 0, 0, 0)
+    const mine = await book(alice.context, pool, await freeFrom(alice.context, pool, day.toISOString(), 240), 'bug 9 mine')
+    const labmate = await book(bob.context, pool, await freeFrom(bob.context, pool, mine.start, 240), 'bug 9 labmate')
+    const other = await book(mallory.context, pool, await freeFrom(mallory.context, pool, mine.start, 240), 'bug 9 other lab')
+    await bob.context.close()
+    await mallory.context.close()
+
+    const { page } = alice
+    await page.goto(`/calendar/${pool.id}?view=week&date=${wallTime(mine.start, tz).slice(0, 10)}`)
+    const event = (id) => page.locator(`[data-testid=calendar] .ec-event[data-booking-id="${id}"]`)
+    await event(mine.id).waitFor()
+    await event(labmate.id).waitFor()
+    await screenshot(page, 'research-bug9-week')
+
+    // Readable: the visible text holds the start time and is not cut off; the name and tooltip
+    // say what, when and on which node.
+    for (const booking of [mine, labmate]) {
+      const el = event(booking.id)
+      const box = await el.boundingBox()
+      assert.ok(box.width >= 70, `booking ${booking.id} is ${box.width}px wide`)
+      const text = await el.innerText()
+      assert.match(text, new RegExp(hhmm(booking.start, tz)), `visible text: ${text}`)
+      const clipped = await el.evaluate((node) =>
+        [...node.querySelectorAll('*')].some((c) => c.children.length === 0 && c.scrollWidth > c.clientWidth + 1),
+      )
+      assert.equal(clipped, false, `text of booking ${booking.id} is clipped: ${text}`)
+      const name = await el.getAttribute('aria-label')
+      const tooltip = await el.getAttribute('title')
+      for (const part of [hhmm(booking.start, tz), hhmm(booking.end, tz), /Node \d/]) {
+        assert.match(name ?? '', part instanceof RegExp ? part : new RegExp(part), `aria-label: ${name}`)
+        assert.match(tooltip ?? '', part instanceof RegExp ? part : new RegExp(part), `title: ${tooltip}`)
+      }
+    }
+
+    // Colours: mine, labmates and other labs differ, and each matches its legend swatch.
+    const colour = (locator) => locator.evaluate((node) => getComputedStyle(node).backgroundColor)
+    const otherEvent = page.locator('[data-testid=calendar] .ec-event.ev-other').first()
+    await otherEvent.waitFor()
+    const seen = { mine: await colour(event(mine.id)), labmate: await colour(event(labmate.id)), other: await colour(otherEvent) }
+    const legend = {
+      mine: await colour(page.locator('[data-testid=legend-mine] .sw')),
+      labmate: await colour(page.locator('[data-testid=legend-labmates] .sw')),
+      other: await colour(page.locator('[data-testid=legend-other] .sw')),
+    }
+    assert.deepEqual(seen, legend)
+    assert.equal(new Set(Object.values(seen)).size, 3, `colours: ${JSON.stringify(seen)}`)
+
+    // Another lab's booking is not offered as a button (the user may not open it).
+    assert.equal(await otherEvent.getAttribute('role'), null)
+    assert.equal(await otherEvent.getAttribute('tabindex'), null)
+    void other
+
+    // Every hour label of the week is shown whole: none cut at the left edge (under the node
+    // names) and none shortened to an ellipsis.
+    const clippedLabels = await page.locator('[data-testid=calendar] .ec-main').evaluate((main) => {
+      const frame = main.getBoundingClientRect()
+      const sidebar = main.querySelector('.ec-header .ec-sidebar')?.getBoundingClientRect()
+      const left = Math.max(frame.left, sidebar?.right ?? frame.left)
+      return [...main.querySelectorAll('.ec-header .ec-slot')]
+        .filter((slot) => {
+          const r = slot.getBoundingClientRect()
+          return (r.left < left - 0.5 && r.right > left + 0.5) || slot.scrollWidth > slot.clientWidth + 1
+        })
+        .map((slot) => slot.textContent)
+    })
+    assert.deepEqual(clippedLabels, [], 'hour labels cut off')
+
+    assert.deepEqual(await seriousViolations(page), [])
+
+    // A labmate's booking opens (keyboard too), as does mine.
+    await event(labmate.id).focus()
+    await page.keyboard.press('Enter')
+    await page.waitForURL(`**/bookings/${labmate.id}`)
+    await page.goBack()
+    await event(mine.id).click()
+    await page.waitForURL(`**/bookings/${mine.id}`)
+    await alice.context.close()
+  })
+})
