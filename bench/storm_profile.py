@@ -8,6 +8,10 @@ Sends POST /api/v1/bookings/ through Django's test client (the full middleware s
 express lane or DRF; no sockets), the same random grid-aligned bookings as the storm. Prints: wall
 ms per create, the SQL of one create with per-query times, query counts, and the cProfile top
 functions.
+
+The rush (most answers `pool_full`): profile a `--rush --keep-db` storm's database with `--rush`
+(starts within 2 days, as the rush sends) and `--timer cpu`, so the profile counts this process's
+CPU, not the wait on PostgreSQL or on a busy machine.
 """
 
 import argparse
@@ -45,7 +49,16 @@ def main() -> None:
     p.add_argument("--days", type=int, default=365)
     p.add_argument("--top", type=int, default=35)
     p.add_argument("--sql", action="store_true", help="print every query of one create")
+    p.add_argument("--rush", action="store_true", help="starts within 2 days, as the rush storm")
+    p.add_argument(
+        "--timer",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="what cProfile counts: wall time, or this process's CPU time",
+    )
     args = p.parse_args()
+    if args.rush:
+        args.days = 2
     users = list(User.objects.filter(username__startswith="bench-").order_by("pk"))
     tokens = [token_create(user=u, name="profile", scopes=["book"])[1] for u in users]
     pools = list(
@@ -113,7 +126,7 @@ def main() -> None:
         f"{args.n} creates: {(time.process_time() - cpu0) / args.n * 1000:.2f} ms CPU each"
     )
 
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(time.process_time) if args.timer == "cpu" else cProfile.Profile()
     prof.enable()
     for _ in range(args.n):
         one()

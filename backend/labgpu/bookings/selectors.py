@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
-from django.db.models import Exists, IntegerField, OuterRef, QuerySet, Value
+from django.db.models import BigIntegerField, Exists, IntegerField, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Cast
 
 from labgpu.accounts.models import Membership, User
@@ -14,7 +14,7 @@ from labgpu.catalog.models import Blackout, NodePool
 from labgpu.core.timeutils import ceil_to_grid, now
 
 Period = tuple[datetime, datetime]
-BLACKOUT = -1  # the slot of a blackout row in reservations_and_blackouts' UNION
+BLACKOUT = -1  # the slot (or id) of a blackout row in a UNION with reservations
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,9 @@ def reserved_period_for(
     return start - lead, end + timedelta(minutes=pool.teardown_grace_minutes)
 
 
+WINDOW_BATCH = 256  # live reservations read per round trip while looking for free windows
+
+
 def next_free_windows(
     pool: NodePool,
     *,
@@ -146,41 +149,97 @@ def next_free_windows(
     """The earliest `count` [start, end) windows of `duration` that the pool could still take.
 
     Candidates are the grid-aligned earliest start and every moment a node frees up (a reservation
-    or a blackout ends), since a window can only open there. The reservations of the first week
-    (or four durations) are read first, the rest of the horizon only when that held too few
-    windows: a `pool_full` answer reads what lies near the asked time, not every live booking of
-    the next year.
+    or a blackout ends), since a window can only open there. The live reservations are read in
+    start order, `WINDOW_BATCH` at a time (the blackouts with the first batch, in one round trip):
+    a `pool_full` answer reads what lies near the asked time, not every live booking of the next
+    year, and a pool whose bookings all fit in one batch costs one statement.
     """
-    earliest = max(after or now(), now())
-    horizon = now() + timedelta(days=pool.max_days_ahead)
+    moment = now()
+    earliest = max(after or moment, moment)
+    horizon = moment + timedelta(days=pool.max_days_ahead)  # the latest start a window may have
+    if earliest > horizon:
+        return []
     lead = timedelta(minutes=pool.provisioning_lead_minutes)
     grace = timedelta(minutes=pool.teardown_grace_minutes)
     grid = pool.granularity_minutes
-    last_start = horizon
-    stretch = max(timedelta(days=7), 4 * (duration + lead + grace))
+    periods: list[Period] = []
+    blackouts: list[Period] = []
+    candidates = {ceil_to_grid(earliest, grid)}
     searched_to = earliest  # candidates before this moment were tried already
+    last: tuple[datetime, int] | None = None  # the (reserved start, id) read last
     windows: list[Period] = []
-    while searched_to <= last_start:
-        # Every reservation that can touch a window starting before `upto` is read.
-        upto = min(searched_to + stretch, last_start + timedelta(microseconds=1))
-        window_end = upto + duration + lead + grace
-        periods, blackouts = reservations_and_blackouts(
-            pool, (earliest - lead, window_end), (earliest, window_end), exclude_id=exclude_id
+    while True:
+        batch = _reservations_batch(
+            pool,
+            earliest - lead,
+            horizon + duration + grace,
+            after=last,
+            with_blackouts=last is None,
+            exclude_id=exclude_id,
         )
-        candidates = {ceil_to_grid(earliest, grid)}
-        candidates.update(ceil_to_grid(p_end + lead, grid) for _, p_end in periods)
-        candidates.update(ceil_to_grid(b_end, grid) for _, b_end in blackouts)
-        for candidate in sorted(c for c in candidates if searched_to <= c < upto):
+        read = 0
+        for r_start, r_end, pk in batch:
+            if pk == BLACKOUT:
+                blackouts.append((r_start, r_end))
+                candidates.add(ceil_to_grid(r_end, grid))
+            else:
+                read += 1
+                periods.append((r_start, r_end))
+                candidates.add(ceil_to_grid(r_end + lead, grid))
+                last = max(last or (r_start, pk), (r_start, pk))
+        complete = read < WINDOW_BATCH
+        for candidate in sorted(c for c in candidates if searched_to <= c <= horizon):
             end = candidate + duration
+            # Reservations not read yet start at or after `last`: the window is decided once its
+            # reservation ends by then (and every candidate before it is known).
+            if not complete and last is not None and end + grace > last[0]:
+                break
+            searched_to = candidate + timedelta(microseconds=1)
             if any(b_start < end and b_end > candidate for b_start, b_end in blackouts):
                 continue
             if peak_usage(periods, candidate - lead, end + grace) < pool.capacity:
                 windows.append((candidate, end))
                 if len(windows) == count:
                     return windows
-        # Not found near the asked time: the rest of the horizon in one more read.
-        searched_to, stretch = upto, last_start - upto + timedelta(microseconds=1)
-    return windows
+        if complete:
+            return windows
+
+
+def _reservations_batch(
+    pool: NodePool,
+    start: datetime,
+    end: datetime,
+    *,
+    after: tuple[datetime, int] | None,
+    with_blackouts: bool,
+    exclude_id: int | None,
+) -> list[tuple[datetime, datetime, int]]:
+    """Up to `WINDOW_BATCH` live reservations overlapping [start, end) as (reserved start, end,
+    id), in (reserved start, id) order from after `after`; with the blackouts overlapping the
+    same period (id `BLACKOUT`) in the same statement."""
+    rows = Booking.objects.filter(
+        pool_id=pool.pk,
+        status__in=Booking.LIVE_STATUSES,
+        reserved_start__lt=end,
+        reserved_end__gt=start,
+    )
+    if after is not None:
+        rows = rows.filter(
+            Q(reserved_start__gt=after[0]) | Q(reserved_start=after[0], id__gt=after[1])
+        )
+    if exclude_id is not None:
+        rows = rows.exclude(pk=exclude_id)
+    rows = rows.order_by("reserved_start", "id").values_list(
+        "reserved_start", "reserved_end", "id"
+    )[:WINDOW_BATCH]
+    if not with_blackouts:
+        return list(rows)
+    dark = (
+        Blackout.objects.filter(pool_id=pool.pk, start__lt=end, end__gt=start)
+        .order_by()
+        .values_list("start", "end", Value(BLACKOUT, output_field=BigIntegerField()))
+    )
+    return list(rows.union(dark, all=True).order_by())
 
 
 def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> list[dict]:

@@ -1,0 +1,117 @@
+"""The next free windows a full pool suggests (I-1): a window opens where a node frees up (a
+reservation's end plus the provisioning lead, or a blackout's end) on the pool's grid, and must fit
+the pool's capacity over [start - lead, end + grace) and miss every blackout.
+
+Windows are computed from reservations read a batch at a time; each scenario runs with batches so
+small that every window needs several reads, and with one read for all."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from labgpu.bookings import selectors
+from labgpu.bookings.models import Booking
+from labgpu.bookings.selectors import next_free_windows
+from labgpu.catalog.models import Blackout
+from labgpu.core.timeutils import now
+
+pytestmark = pytest.mark.django_db
+
+H = timedelta(hours=1)
+M = timedelta(minutes=1)
+
+
+@pytest.fixture(params=[1, 2, 1000], ids=["batch-1", "batch-2", "one-read"])
+def batch(request, monkeypatch):
+    monkeypatch.setattr(selectors, "WINDOW_BATCH", request.param, raising=False)
+    return request.param
+
+
+def reserve(alice, pool, start, end, *, slot=0, status=Booking.Status.SCHEDULED):
+    lead = timedelta(minutes=pool.provisioning_lead_minutes)
+    grace = timedelta(minutes=pool.teardown_grace_minutes)
+    return Booking.objects.create(
+        user=alice,
+        lab=alice.memberships.get().lab,
+        pool=pool,
+        start=start,
+        end=end,
+        status=status,
+        slot=slot,
+        reserved_start=start - lead,
+        reserved_end=end + grace,
+        gpu_count=1,
+        price_per_hour=Decimal("1.99"),
+    )
+
+
+@pytest.fixture
+def one_node(pool):
+    """One node, 10 min lead, 5 min grace, 30-minute grid."""
+    pool.capacity = 1
+    pool.save(update_fields=["capacity"])
+    return pool
+
+
+def test_windows_open_after_lead_on_the_grid_and_skip_blackouts(alice, one_node, tomorrow, batch):
+    t = tomorrow
+    reserve(alice, one_node, t, t + 2 * H)
+    reserve(alice, one_node, t + 3 * H, t + 4 * H)
+    Blackout.objects.create(pool=one_node, start=t + 5 * H, end=t + 6 * H, reason="rack")
+    reserve(alice, one_node, t + 7 * H, t + 8 * H)
+    # Ignored: a cancelled booking, and a booking of another pool.
+    reserve(alice, one_node, t + 8 * H, t + 12 * H, status=Booking.Status.CANCELLED)
+
+    windows = next_free_windows(one_node, duration=H, after=t)
+
+    # T+2h30 (after 2h + 5 min grace + 10 min lead, on the grid) runs into the 3h booking's lead;
+    # T+4h30 into the blackout; the blackout's end T+6h into the 7h booking's lead; T+8h30 is free.
+    assert windows == [(t + 8 * H + 30 * M, t + 9 * H + 30 * M)]
+
+
+def test_a_short_window_fits_between_bookings(alice, one_node, tomorrow, batch):
+    t = tomorrow
+    reserve(alice, one_node, t, t + 2 * H)
+    reserve(alice, one_node, t + 3 * H, t + 4 * H)
+
+    windows = next_free_windows(one_node, duration=30 * M, after=t)
+
+    # [2h30, 3h) would hold the node over [2h20, 3h05), into the 3h booking's lead from 2h50.
+    assert windows == [(t + 4 * H + 30 * M, t + 5 * H)]
+    assert next_free_windows(one_node, duration=30 * M, after=t + 30 * M) == windows
+
+
+def test_windows_in_a_two_node_pool_count_overlaps(alice, pool, tomorrow, batch):
+    t = tomorrow
+    reserve(alice, pool, t, t + 4 * H, slot=0)
+    reserve(alice, pool, t, t + 1 * H, slot=1)
+    reserve(alice, pool, t + 2 * H, t + 3 * H, slot=1)
+    reserve(alice, pool, t + 5 * H, t + 6 * H, slot=0)
+    reserve(alice, pool, t + 5 * H, t + 9 * H, slot=1)
+
+    windows = next_free_windows(pool, duration=H, after=t)
+
+    # 1h30 meets the 4h booking and the 2h one's lead; 4h30 the two 5h bookings' lead.
+    assert windows == [
+        (t + 3 * H + 30 * M, t + 4 * H + 30 * M),
+        (t + 6 * H + 30 * M, t + 7 * H + 30 * M),
+        (t + 9 * H + 30 * M, t + 10 * H + 30 * M),
+    ]
+
+
+def test_the_booking_being_extended_does_not_block_its_own_windows(
+    alice, one_node, tomorrow, batch
+):
+    t = tomorrow
+    own = reserve(alice, one_node, t, t + 2 * H)
+    reserve(alice, one_node, t + 3 * H, t + 4 * H)
+
+    windows = next_free_windows(one_node, duration=30 * M, after=t + 2 * H, exclude_id=own.pk)
+
+    assert windows[0] == (t + 2 * H, t + 2 * H + 30 * M)
+
+
+def test_no_window_past_the_booking_horizon(one_node, batch):
+    beyond = now() + timedelta(days=one_node.max_days_ahead, hours=1)
+    assert next_free_windows(one_node, duration=H, after=beyond) == []
