@@ -3,6 +3,13 @@ import type { UsageGroup } from '@/api/usage'
 
 export type UsageMetric = 'gpu_hours' | 'cost'
 
+/** The calendar day after `day` (`YYYY-MM-DD`). */
+export function dayAfter(day: string): string {
+  const d = new Date(`${day}T00:00:00Z`)
+  d.setUTCDate(d.getUTCDate() + 1)
+  return d.toISOString().slice(0, 10)
+}
+
 /** Every day from `start` to `end` inclusive, as `YYYY-MM-DD`. */
 export function daysBetween(start: string, end: string): string[] {
   const out: string[] = []

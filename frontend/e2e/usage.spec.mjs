@@ -1,0 +1,69 @@
+// The usage page against the real usage API (issue 14 bug 7): days are the profile zone's days on
+// the server and in the page, and the range asked for is whole local days, even across a
+// daylight-saving change. Usage is written straight into the database (what the meter records),
+// then read back through the page.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+
+import { django, launch, me, signIn } from './support.mjs'
+
+/** `YYYY-MM-DD` of the UTC day `n` days ago. */
+const utcDay = (n) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)
+
+describe('usage (issue 14 bug 7)', () => {
+  let browser
+  before(async () => {
+    browser = await launch()
+  })
+  after(async () => {
+    await browser?.close()
+  })
+
+  it('two hours across midnight UTC land on two Shanghai days (server and page), the axis starts at "From"', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    assert.equal((await me(context)).timezone, 'Asia/Shanghai')
+    // 15:00–17:00 UTC is 23:00–01:00 in Shanghai: an hour on each of two local days. Counted in
+    // UTC the two hours would fall on one day. 8 GPUs: 8 GPU-hours a day.
+    const day = utcDay(10)
+    const next = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10)
+    django(`
+from datetime import datetime, timedelta
+from labgpu.accounts.models import User
+from labgpu.catalog.models import NodePool
+from labgpu.demo.history import _booking, _node, _usage
+alice = User.objects.get(username="alice")
+pool = NodePool.objects.get(slug="mi325x8-atl1")
+start = datetime.fromisoformat("${day}T15:00:00+00:00")
+end = start + timedelta(hours=2)
+booking = _booking(user=alice, pool=pool, start=start, end=end, slot=0, purpose="e2e across midnight")
+_usage(node=_node(booking=booking, attempt=1, start=start, end=end), start=start, end=end, charged=True)
+`)
+    await page.goto('/usage')
+    await page.locator('[data-testid=usage-stacked] [data-testid=bar-chart]').waitFor()
+    const from = await page.locator('#usage-from').inputValue()
+    const firstLabel = page.locator('[data-testid=usage-stacked] [data-testid=x-label]').first()
+    assert.equal(await firstLabel.textContent(), from.slice(5), 'the x-axis starts at "From"')
+
+    const segment = (d) => page.locator(`[data-testid=usage-stacked] [data-day="${d}"] .segment[title*="MI325X"]`)
+    for (const d of [day, next]) {
+      const title = await segment(d).getAttribute('title')
+      assert.match(title, /: 8 /, `${d}: ${title}`)
+    }
+    await context.close()
+  })
+
+  it('the range asked for is whole days of the profile zone, also across a daylight-saving change', async () => {
+    // carol lives in Europe/Berlin; summer time ends on Sunday 25 October 2026 (a 25-hour day).
+    const { context, page } = await signIn(browser, 'carol')
+    assert.equal((await me(context)).timezone, 'Europe/Berlin')
+    await page.goto('/usage')
+    await page.locator('[data-testid=usage-stacked] h2').waitFor()
+    const asked = page.waitForRequest((r) => r.url().includes('/api/v1/usage/?') && r.url().includes('start=2026-10-19'))
+    await page.fill('#usage-to', '2026-10-25')
+    await page.fill('#usage-from', '2026-10-20')
+    const url = new URL((await asked).url())
+    assert.equal(url.searchParams.get('start'), '2026-10-19T22:00:00.000Z', '20 October 00:00 CEST')
+    assert.equal(url.searchParams.get('end'), '2026-10-25T23:00:00.000Z', '26 October 00:00 CET: all of the 25-hour day')
+    await context.close()
+  })
+})
