@@ -20,6 +20,8 @@ const ROUTES = [
   { path: '/quotas', content: 'main h1' },
   { path: '/profile', content: 'main form' },
 ]
+// The pages whose request waterfall is printed (the ones with a time-to-content budget to meet).
+const WATERFALL = new Set(['/', '/calendar', '/usage'])
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 const browser = await launch()
@@ -44,9 +46,26 @@ async function measure(route, rate) {
   await cdp.send('Network.setCacheDisabled', { cacheDisabled: true })
   await cdp.send('Emulation.setCPUThrottlingRate', { rate })
   const types = new Map()
+  const started = new Map()
   const finished = []
+  let t0 = null
+  cdp.on('Network.requestWillBeSent', (e) => {
+    t0 ??= e.timestamp
+    started.set(e.requestId, { url: e.request.url, at: e.timestamp })
+  })
   cdp.on('Network.responseReceived', (e) => types.set(e.requestId, e.type))
-  cdp.on('Network.loadingFinished', (e) => finished.push({ type: types.get(e.requestId), bytes: e.encodedDataLength, id: e.requestId }))
+  cdp.on('Network.loadingFinished', (e) => {
+    const s = started.get(e.requestId)
+    finished.push({
+      type: types.get(e.requestId),
+      bytes: e.encodedDataLength,
+      id: e.requestId,
+      // The request waterfall: what was asked when, relative to the document request (ms).
+      path: s ? new URL(s.url).pathname + new URL(s.url).search : '?',
+      startMs: s ? Math.round((s.at - t0) * 1000) : null,
+      endMs: Math.round((e.timestamp - t0) * 1000),
+    })
+  })
   await page.goto(route.path)
   await page.waitForFunction(() => window.__contentAt !== undefined, null, { timeout: 60_000 })
   await page.waitForLoadState('networkidle')
@@ -63,6 +82,9 @@ async function measure(route, rate) {
   const sum = (pred) => finished.filter(pred).reduce((s, r) => s + r.bytes, 0)
   return {
     ...timing,
+    waterfall: finished
+      .sort((a, b) => a.startMs - b.startMs)
+      .map((r) => `${String(r.startMs).padStart(5)}–${String(r.endMs).padStart(5)} ms ${String(r.bytes).padStart(7)} B ${r.type} ${r.path}`),
     totalBytes: sum(() => true),
     jsBytes: sum((r) => r.type === 'Script'),
     codeBytes: sum((r) => r.type === 'Script' || r.type === 'Stylesheet'),
@@ -83,6 +105,8 @@ for (const rate of [1, 4]) {
       jsKB: +(median(runs.map((r) => r.jsBytes)) / 1024).toFixed(1),
       codeKB: +(median(runs.map((r) => r.codeBytes)) / 1024).toFixed(1),
       totalKB: +(median(runs.map((r) => r.totalBytes)) / 1024).toFixed(1),
+      // The last run's requests in order (bytes are the compressed bytes on the wire).
+      ...(WATERFALL.has(route.path) ? { waterfall: runs[runs.length - 1].waterfall } : {}),
     })
   }
 }

@@ -29,6 +29,12 @@ export function guard(to: RouteLocationNormalized, session: ReturnType<typeof us
 router.beforeEach(async (to) => {
   const session = useSessionStore()
   if (!session.loaded) {
+    // The first page would wait for /me/ and then for its own code: fetch the code meanwhile
+    // (vue-router calls the same loader again later and gets the module already on its way).
+    for (const record of to.matched) {
+      const view = record.components?.default
+      if (typeof view === 'function' && view.length === 0) void (view as () => Promise<unknown>)().catch(() => {})
+    }
     await session.load()
     // The profile's language applies unless this browser has chosen one.
     const preferred = matchLocale(session.me?.language)
