@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { apiCall, launch, listPools, me, screenshot, seriousViolations, signIn, wallTime } from './support.mjs'
+import { apiCall, django, launch, listPools, me, screenshot, seriousViolations, signIn, wallTime } from './support.mjs'
 
 /** The first free window of `minutes` in `pool` at or after `from` (ISO). */
 async function freeFrom(context, pool, from, minutes) {
@@ -23,6 +23,37 @@ async function book(context, pool, window, purpose) {
   assert.equal(status, 201, JSON.stringify(body))
   return body
 }
+
+/**
+ * A booking of `context`'s person that has been running for two hours on a ready node (the
+ * workers' part done here): made on demand, then its start moved two hours back.
+ */
+async function runningBooking(context, purpose) {
+  const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity > 1)
+  const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
+  const booked = await apiCall(context, 'POST', '/api/v1/bookings/', { pool: pool.id, end: end.toISOString(), purpose })
+  assert.equal(booked.status, 201, JSON.stringify(booked.body))
+  const id = booked.body.id
+  django(`
+from datetime import timedelta
+from labgpu.bookings.models import Booking
+from labgpu.core.timeutils import now
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.services.sweeps import booking_start
+booking_start(booking_id=${id})
+Node.objects.filter(booking_id=${id}).update(
+    status="ready", provider_id="e2e-${id}", public_ip="203.0.113.9", passed_at=now(), ready_at=now(),
+    status_changed_at=now())
+b = Booking.objects.get(pk=${id})
+Booking.objects.filter(pk=${id}).update(
+    status="ready", status_changed_at=now(), start=b.start - timedelta(hours=2),
+    reserved_start=b.reserved_start - timedelta(hours=2))
+`)
+  return (await apiCall(context, 'GET', `/api/v1/bookings/${id}/`)).body
+}
+
+/** The amount in "$3.98" (the page's money format in English). */
+const dollars = (text) => Number(text.replace(/[^\d.]/g, ''))
 
 const hhmm = (iso, timeZone) => wallTime(iso, timeZone).slice(11, 16)
 
@@ -120,5 +151,58 @@ describe('researcher items of issue 14', () => {
     await event(mine.id).click()
     await page.waitForURL(`**/bookings/${mine.id}`)
     await alice.context.close()
+  })
+
+  it('feature 1: Start now fills in the earliest start the pool takes, and the server takes it', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    const tz = (await me(context)).timezone
+    const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity >= 3)
+    const step = pool.granularity_minutes * 60_000
+    const earliest = (t) => new Date(Math.ceil((t + pool.provisioning_lead_minutes * 60_000) / step) * step)
+    await page.goto(`/bookings/new?pool=${pool.id}`)
+    await page.locator('#booking-start').waitFor()
+    const before = Date.now()
+    await page.locator('[data-testid=booking-start-now]').click()
+    const after = Date.now()
+    const start = await page.inputValue('#booking-start')
+    const candidates = [earliest(before), earliest(after)]
+    const chosen = candidates.find((d) => wallTime(d.toISOString(), tz) === start)
+    assert.ok(chosen, `start ${start}, expected ${candidates.map((d) => wallTime(d.toISOString(), tz))}`)
+    // The length the form had (4 hours by default) is kept.
+    assert.equal(await page.inputValue('#booking-end'), wallTime(new Date(chosen.getTime() + 4 * 3_600_000).toISOString(), tz))
+    await page.fill('#booking-purpose', 'research start now')
+    await page.locator('[data-testid=booking-submit]').click()
+    await page.waitForURL(/\/bookings\/\d+$/)
+    const id = Number(new URL(page.url()).pathname.split('/').pop())
+    const booked = (await apiCall(context, 'GET', `/api/v1/bookings/${id}/`)).body
+    assert.equal(Date.parse(booked.start), chosen.getTime())
+    await apiCall(context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+    await context.close()
+  })
+
+  it('feature 2: a running booking shows time left and cost so far; +1 h shows its cost and room, then extends', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    const booking = await runningBooking(context, 'research running')
+    await page.goto(`/bookings/${booking.id}`)
+    const panel = page.locator('[data-testid=booking-running]')
+    await panel.waitFor()
+    const left = Number((await panel.locator('[data-testid=booking-time-left]').textContent()).match(/\d+/)[0])
+    const expectedLeft = (Date.parse(booking.end) - Date.now()) / 60_000
+    assert.ok(Math.abs(left - expectedLeft) <= 2, `time left ${left} min, the server's end is ${expectedLeft} min away`)
+    const soFar = dollars(await panel.locator('[data-testid=booking-cost-so-far]').textContent())
+    const expectedSoFar = ((Date.now() - Date.parse(booking.start)) / 3_600_000) * Number(booking.price_per_hour)
+    assert.ok(Math.abs(soFar - expectedSoFar) <= 0.05, `cost so far ${soFar}, expected about ${expectedSoFar}`)
+
+    await panel.locator('[data-testid=extend-quick-1]').click()
+    const confirm = panel.locator('[data-testid=extend-quick-confirm]')
+    assert.equal(dollars(await confirm.locator('[data-testid=extend-quick-cost]').textContent()), Number(booking.price_per_hour))
+    await confirm.locator('[data-testid=extend-quick-availability] .ok').waitFor()
+    assert.deepEqual(await seriousViolations(page), [])
+    await confirm.locator('[data-testid=extend-quick-ok]').click()
+    await confirm.waitFor({ state: 'detached' })
+    const extended = (await apiCall(context, 'GET', `/api/v1/bookings/${booking.id}/`)).body
+    assert.equal(Date.parse(extended.end), Date.parse(booking.end) + 3_600_000)
+    await apiCall(context, 'POST', `/api/v1/bookings/${booking.id}/cancel/`, { reason: 'e2e' })
+    await context.close()
   })
 })

@@ -13,6 +13,20 @@ export function estimateBooking(
   }
 }
 
+/**
+ * The earliest start the pool takes from `now`: its provisioning lead later, rounded up to its
+ * grid (the server's `ceil_to_grid`, from UTC midnight; the same instants for any step that
+ * divides a day). "Start now" in the booking form.
+ */
+export function earliestStart(
+  pool: { provisioning_lead_minutes?: number; granularity_minutes?: number },
+  now: Date = new Date(),
+): Date {
+  const lead = (pool.provisioning_lead_minutes ?? 0) * 60_000
+  const step = Math.max(pool.granularity_minutes ?? 30, 1) * 60_000
+  return new Date(Math.ceil((now.getTime() + lead) / step) * step)
+}
+
 export function round2(n: number): number {
   return Math.round(n * 100) / 100
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 
-import { canCancel, canChange, canEndEarly, canExtend, estimateBooking, quotaShares, statusTimeline } from '../booking'
+import { canCancel, canChange, canEndEarly, canExtend, earliestStart, estimateBooking, quotaShares, statusTimeline } from '../booking'
 
 describe('booking estimate', () => {
   it('counts GPU-hours per GPU and cost per node-hour', () => {
@@ -65,5 +65,17 @@ describe('canChange (the server lets the owner, the lab’s admins and site admi
     expect(canChange(labmates, { id: 4, isSiteAdmin: false, adminLabIds: [1] })).toBe(true)
     expect(canChange(labmates, { id: 4, isSiteAdmin: false, adminLabIds: [2] })).toBe(false)
     expect(canChange(labmates, { id: 9, isSiteAdmin: true, adminLabIds: [] })).toBe(true)
+  })
+})
+
+describe('earliestStart ("Start now")', () => {
+  it('adds the provisioning lead, then rounds up to the pool grid', () => {
+    const now = new Date('2026-12-01T10:07:30Z')
+    expect(earliestStart({ provisioning_lead_minutes: 15, granularity_minutes: 30 }, now).toISOString()).toBe('2026-12-01T10:30:00.000Z')
+    expect(earliestStart({ provisioning_lead_minutes: 0, granularity_minutes: 60 }, now).toISOString()).toBe('2026-12-01T11:00:00.000Z')
+    expect(earliestStart({ provisioning_lead_minutes: 53, granularity_minutes: 15 }, now).toISOString()).toBe('2026-12-01T11:15:00.000Z')
+  })
+  it('keeps a time already on the grid', () => {
+    expect(earliestStart({ provisioning_lead_minutes: 30, granularity_minutes: 30 }, new Date('2026-12-01T10:00:00Z')).toISOString()).toBe('2026-12-01T10:30:00.000Z')
   })
 })
