@@ -95,6 +95,18 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.nodes', role: 'site_admin' },
   },
   {
+    path: '/catalog',
+    name: 'catalog-admin',
+    component: () => import('@/views/admin/CatalogAdminView.vue'),
+    meta: { title: 'nav.catalog', role: 'site_admin' },
+  },
+  {
+    path: '/lab-admin',
+    name: 'lab-admin',
+    component: () => import('@/views/admin/LabAdminView.vue'),
+    meta: { title: 'nav.labs', role: 'site_admin' },
+  },
+  {
     path: '/blackouts',
     name: 'blackouts',
     component: () => import('@/views/admin/BlackoutListView.vue'),
