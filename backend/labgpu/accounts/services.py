@@ -221,9 +221,7 @@ def _ensure_another_admin(membership: Membership) -> None:
 def lab_create(*, actor: User, name: str, slug: str = "") -> Lab:
     """A new lab (site admins). Its slug comes from the name unless given."""
     require_site_admin(actor=actor)
-    lab = Lab(name=name.strip(), slug=slug or slugify(name)[:60])
-    if not lab.slug:
-        raise ApplicationError("Give the lab a name with letters or digits.", field="name")
+    lab = Lab(name=name.strip(), slug=slug or _free_slug(name))
     _lab_unique(lab)
     lab.save()
     audit_record(actor=actor, action="lab.create", target=lab, lab=lab, data={"name": lab.name})
@@ -253,6 +251,19 @@ def lab_update(
         action = "lab.restore" if is_active else "lab.archive"
     audit_record(actor=actor, action=action, target=lab, lab=lab, data={"changes": changes})
     return lab
+
+
+def _free_slug(name: str) -> str:
+    """A short name made from `name`: ASCII (URLs, LDAP groups), so a name in Chinese gets
+    `lab-<n>`; a clash with another lab's gets a number."""
+    base = slugify(name)[:50] or "lab"
+    taken = set(Lab.objects.filter(slug__startswith=base).values_list("slug", flat=True))
+    if base not in taken and base != "lab":
+        return base
+    n = 2
+    while f"{base}-{n}" in taken:
+        n += 1
+    return f"{base}-{n}"
 
 
 def _lab_unique(lab: Lab) -> None:

@@ -89,3 +89,13 @@ def test_an_archived_lab_books_nothing_new(as_alice, as_carol, vision_lab, pool,
     )
     assert response.status_code == 403 and response.json()["code"] == "lab_archived"
     assert "lab" in response.json()["extra"]["fields"]
+
+
+def test_a_lab_named_in_chinese_or_like_another_gets_a_free_short_name(as_carol, vision_lab):
+    chinese = as_carol.post("/api/v1/labs/", {"name": "视觉计算组"}, format="json")
+    assert chinese.status_code == 201, chinese.content
+    assert chinese.json()["slug"] == "lab-2"
+    twin = as_carol.post("/api/v1/labs/", {"name": f"{vision_lab.slug}!"}, format="json")
+    assert twin.status_code == 201, twin.content
+    assert twin.json()["slug"] == f"{vision_lab.slug}-2"
+    assert Lab.objects.filter(slug__in=["lab-2", f"{vision_lab.slug}-2"]).count() == 2
