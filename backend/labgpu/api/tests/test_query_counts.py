@@ -52,9 +52,9 @@ def test_booking_create_on_a_full_pool(client, pool, quotas, tomorrow, django_as
     for _ in range(pool.capacity):
         assert book(client, pool, tomorrow).status_code == 201
     # The rush's common answer (409 pool_full with the next free windows): token; the member's
-    # labs; the pool locked; blackouts and taken slots (one UNION); the next free windows'
-    # reservations and blackouts (one UNION) = 5, + SAVEPOINT/ROLLBACK TO/RELEASE (the test's
-    # transaction; in production BEGIN/ROLLBACK).
+    # labs; the pool locked; blackouts and taken slots (one UNION); after the rollback (the pool
+    # lock released), the next free windows' reservations and blackouts (one UNION) = 5,
+    # + SAVEPOINT/ROLLBACK TO/RELEASE (the test's transaction; in production BEGIN/ROLLBACK).
     with django_assert_num_queries(8):
         response = book(client, pool, tomorrow)
     assert response.status_code == 409 and response.json()["code"] == "pool_full"

@@ -7,6 +7,7 @@ bookings in one slot over overlapping periods, whatever the code does.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import connection
 
@@ -21,7 +22,45 @@ Taken = list[tuple[int, datetime, datetime]]  # (slot, reserved start, reserved 
 
 
 class PoolFull(Conflict):
+    """No node of the pool is free over the asked period; the answer carries the next free windows
+    (`extra["next_free"]`).
+
+    The windows are read when the answer is built (the first read of `extra`), not where the rule
+    fails: by then the transaction that found the pool full has rolled back and released the pool
+    lock, so the requests queued on the pool do not also wait for this one's window search. The
+    windows are as free as they were when read, which is as late as the answer can know.
+    """
+
     default_code = "pool_full"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pool: NodePool,
+        duration: timedelta,
+        after: datetime,
+        exclude_id: int | None = None,
+    ) -> None:
+        self._asked = (pool, duration, after, exclude_id)
+        self._extra: dict[str, Any] | None = None
+        super().__init__(message)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        if self._extra is None:
+            pool, duration, after, exclude_id = self._asked
+            windows = next_free_windows(
+                pool, duration=duration, after=after, exclude_id=exclude_id
+            )
+            self._extra = {"next_free": windows_payload(windows)}
+        return self._extra
+
+    @extra.setter
+    def extra(self, value: dict[str, Any]) -> None:
+        """ApplicationError sets an empty `extra`; the windows take its place when first read."""
+        if value:
+            raise ValueError("PoolFull's extra is its next free windows")
 
 
 def windows_payload(windows: list[Period]) -> list[dict[str, str]]:
@@ -36,10 +75,12 @@ def pool_full(
     exclude_id: int | None = None,
     message: str | None = None,
 ) -> PoolFull:
-    windows = next_free_windows(pool, duration=duration, after=after, exclude_id=exclude_id)
     return PoolFull(
         message or f"{pool.name} is fully booked for that time.",
-        extra={"next_free": windows_payload(windows)},
+        pool=pool,
+        duration=duration,
+        after=after,
+        exclude_id=exclude_id,
     )
 
 

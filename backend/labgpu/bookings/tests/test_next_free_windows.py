@@ -9,6 +9,8 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from labgpu.bookings import selectors
 from labgpu.bookings.models import Booking
@@ -115,3 +117,25 @@ def test_the_booking_being_extended_does_not_block_its_own_windows(
 def test_no_window_past_the_booking_horizon(one_node, batch):
     beyond = now() + timedelta(days=one_node.max_days_ahead, hours=1)
     assert next_free_windows(one_node, duration=H, after=beyond) == []
+
+
+def test_a_full_pool_reads_its_next_windows_after_releasing_the_pool_lock(
+    as_alice, pool, quotas, tomorrow
+):
+    body = {
+        "pool": pool.pk,
+        "start": tomorrow.isoformat(),
+        "end": (tomorrow + 2 * H).isoformat(),
+    }
+    for _ in range(pool.capacity):
+        assert as_alice.post("/api/v1/bookings/", body, format="json").status_code == 201
+
+    with CaptureQueriesContext(connection) as ctx:
+        response = as_alice.post("/api/v1/bookings/", body, format="json")
+
+    assert response.status_code == 409 and response.json()["extra"]["next_free"]
+    sqls = [query["sql"] for query in ctx.captured_queries]
+    lock = next(i for i, sql in enumerate(sqls) if "FOR UPDATE" in sql)
+    rolled_back = next(i for i, sql in enumerate(sqls) if sql.startswith("ROLLBACK"))
+    windows = next(i for i, sql in enumerate(sqls) if "LIMIT" in sql and "catalog_blackout" in sql)
+    assert lock < rolled_back < windows
