@@ -20,6 +20,7 @@ from labgpu.bookings.selectors import (
     busy_blocks,
     iso,
     next_free_windows,
+    nodes_load,
 )
 from labgpu.bookings.serializers import (
     AvailabilityQuerySerializer,
@@ -57,7 +58,15 @@ class BookingViewSet(
         return "book" if self.action in BOOK_ACTIONS else None
 
     def get_queryset(self) -> QuerySet[Booking]:
-        return bookings_visible_to(self.request.user).order_by("start", "id")
+        bookings = bookings_visible_to(self.request.user).order_by("start", "id")
+        # `list` loads the nodes of its page itself, only of bookings that can have one.
+        return bookings if self.action == "list" else bookings.prefetch_related("nodes")
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None, "the bookings list is always paginated"
+        nodes_load(page)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(
         request=BookingCreateSerializer,

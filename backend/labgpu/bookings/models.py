@@ -83,6 +83,8 @@ class Booking(BaseModel):
         Status.READY,
         Status.ENDING,
     )
+    # Statuses before provisioning: no node exists yet.
+    NODELESS_STATUSES = (Status.PENDING, Status.SCHEDULED)
     # Statuses whose hours count as consumed rather than committed (the node exists or existed).
     CONSUMING_STATUSES = (Status.ENDING, Status.COMPLETED)
     # Statuses whose hours count against a quota (the partial index of migration 0007 lists them).
@@ -183,8 +185,8 @@ class Booking(BaseModel):
 
     @property
     def current_node(self):  # type: ignore[no-untyped-def]
-        """The latest attempt's node (nodes are prefetched by the list selector)."""
-        if self.status in (self.Status.PENDING, self.Status.SCHEDULED) or not self.pk:
+        """The latest attempt's node (a list prefetches them: bookings.selectors.nodes_load)."""
+        if self.status in self.NODELESS_STATUSES or not self.pk:
             return None  # no node exists before provisioning: spare the query
         nodes = list(self.nodes.all())
         return max(nodes, key=lambda node: node.attempt) if nodes else None

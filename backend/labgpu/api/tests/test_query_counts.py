@@ -12,8 +12,11 @@ import pytest
 from conftest import client_for
 from labgpu.accounts.models import ApiToken
 from labgpu.accounts.tests.factories import MembershipFactory
+from labgpu.bookings.models import Booking
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.core.timeutils import now
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -87,13 +90,26 @@ def test_booking_list_page_of_50(
     client, alice, vision_lab, pool, tomorrow, django_assert_num_queries
 ):
     for index in range(60):
-        BookingFactory(
-            user=alice, lab=vision_lab, pool=pool, start=tomorrow + timedelta(hours=index)
+        booking = BookingFactory(
+            user=alice,
+            lab=vision_lab,
+            pool=pool,
+            start=tomorrow + timedelta(hours=index),
+            status=Booking.Status.READY if index < 10 else Booking.Status.SCHEDULED,
         )
-    # token; visible labs; COUNT; the page (lab, user, pool joined); its nodes (one prefetch).
+        if index < 10:
+            NodeFactory(booking=booking, attempt=1, status=Node.Status.FAILED)
+            NodeFactory(booking=booking, attempt=2, status=Node.Status.READY)
+    # token; visible labs; COUNT; the page (lab, user, pool joined); the nodes of its bookings
+    # that can have one (one prefetch).
     with django_assert_num_queries(5):
         response = client.get("/api/v1/bookings/", {"page_size": 50})
     assert response.status_code == 200 and len(response.json()["results"]) == 50
+    assert [row["node"]["attempt"] for row in response.json()["results"][:10]] == [2] * 10
+    # A page of bookings still to start (a calendar's month) has no node to read.
+    with django_assert_num_queries(4):
+        response = client.get("/api/v1/bookings/", {"page_size": 50, "page": 2})
+    assert response.status_code == 200 and len(response.json()["results"]) == 10
 
 
 def test_pool_availability(client, pool, quotas, tomorrow, django_assert_num_queries):
