@@ -205,4 +205,76 @@ describe('researcher items of issue 14', () => {
     await apiCall(context, 'POST', `/api/v1/bookings/${booking.id}/cancel/`, { reason: 'e2e' })
     await context.close()
   })
+
+  it('feature 3: Book again opens the form with the earlier booking’s pool, length and purpose', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity >= 3)
+    const window = await freeFrom(context, pool, new Date(Date.now() + 3 * 86_400_000).toISOString(), 180)
+    const earlier = await book(context, pool, window, `research again ${Date.now()}`)
+    await apiCall(context, 'POST', `/api/v1/bookings/${earlier.id}/cancel/`, { reason: 'e2e' })
+
+    await page.goto(`/bookings/${earlier.id}`)
+    await page.locator('[data-testid=booking-again]').click()
+    await page.waitForURL(/\/bookings\/new/)
+    await page.locator('#booking-start').waitFor()
+    assert.equal(Number(await page.inputValue('#booking-pool')), pool.id)
+    assert.equal(await page.inputValue('#booking-purpose'), earlier.purpose)
+    // The form’s default start, the earlier booking’s length.
+    await page.locator('[data-testid=booking-submit]').click()
+    await page.waitForURL(/\/bookings\/\d+$/)
+    const id = Number(new URL(page.url()).pathname.split('/').pop())
+    assert.notEqual(id, earlier.id)
+    const again = (await apiCall(context, 'GET', `/api/v1/bookings/${id}/`)).body
+    assert.equal(again.pool, pool.id)
+    assert.equal(again.purpose, earlier.purpose)
+    assert.equal(Date.parse(again.end) - Date.parse(again.start), Date.parse(earlier.end) - Date.parse(earlier.start))
+    await apiCall(context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+    await context.close()
+  })
+
+  it('feature 4: My bookings filters by status, pool and days, kept in the URL across a reload (and fits 390 px)', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    const tz = (await me(context)).timezone
+    const pools = (await listPools(context)).filter((p) => !p.requires_approval)
+    const [poolA, poolB] = [pools.find((p) => p.capacity >= 3), pools.find((p) => p.capacity < 3)]
+    const from = new Date(Date.now() + (25 + Math.floor(Math.random() * 10)) * 86_400_000).toISOString()
+    const wanted = await book(context, poolA, await freeFrom(context, poolA, from, 120), 'research filter wanted')
+    const otherPool = await book(context, poolB, await freeFrom(context, poolB, wanted.start, 120), 'research filter other pool')
+    const otherDay = await book(context, poolA, await freeFrom(context, poolA, new Date(Date.parse(wanted.start) + 3 * 86_400_000).toISOString(), 120), 'research filter other day')
+    const day = wallTime(wanted.start, tz).slice(0, 10)
+    assert.notEqual(wallTime(otherDay.start, tz).slice(0, 10), day)
+
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.goto('/bookings')
+    await page.locator('[data-testid=booking-filters]').waitFor()
+    await page.selectOption('#status-filter', 'scheduled')
+    await page.selectOption('#pool-filter', String(poolA.id))
+    await page.fill('#from-filter', day)
+    await page.fill('#to-filter', day)
+    await page.waitForURL((url) => url.searchParams.get('to') === day)
+    const url = new URL(page.url())
+    assert.deepEqual(
+      ['status', 'pool', 'from', 'to'].map((k) => url.searchParams.get(k)),
+      ['scheduled', String(poolA.id), day, day],
+    )
+    const shown = async () => {
+      await page.locator(`[data-booking-id="${wanted.id}"]`).waitFor()
+      await page.waitForLoadState('networkidle')
+      return page.locator('[data-testid=booking-table] tbody tr').evaluateAll((rows) => rows.map((r) => Number(r.dataset.bookingId)))
+    }
+    for (const pass of ['filtered', 'after reload']) {
+      const ids = await shown()
+      assert.ok(ids.includes(wanted.id), `${pass}: ${ids}`)
+      assert.ok(!ids.includes(otherPool.id), `${pass}: another pool's booking is listed`)
+      assert.ok(!ids.includes(otherDay.id), `${pass}: another day's booking is listed`)
+      assert.equal(await page.inputValue('#pool-filter'), String(poolA.id))
+      assert.equal(await page.inputValue('#from-filter'), day)
+      assert.equal(await page.inputValue('#status-filter'), 'scheduled')
+      const sideways = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+      assert.ok(sideways <= 0, `${pass}: the page scrolls ${sideways}px sideways at 390 px`)
+      await page.reload()
+    }
+    for (const b of [wanted, otherPool, otherDay]) await apiCall(context, 'POST', `/api/v1/bookings/${b.id}/cancel/`, { reason: 'e2e' })
+    await context.close()
+  })
 })
