@@ -31,6 +31,13 @@ from datetime import datetime, timedelta
 from labgpu.accounts.models import User
 from labgpu.catalog.models import NodePool
 from labgpu.demo.history import _booking, _node, _usage
+from labgpu.bookings.models import Booking
+from labgpu.provisioning.models import Node
+from labgpu.usage.models import UsageRecord
+# A re-run on the same database replaces its record instead of adding a second one.
+UsageRecord.objects.filter(booking__purpose__endswith="e2e across midnight").delete()
+Node.objects.filter(booking__purpose__endswith="e2e across midnight").delete()
+Booking.objects.filter(purpose__endswith="e2e across midnight").delete()
 alice = User.objects.get(username="alice")
 pool = NodePool.objects.get(slug="mi325x8-atl1")
 start = datetime.fromisoformat("${day}T15:00:00+00:00")
