@@ -13,7 +13,8 @@ from labgpu.api.permissions import SITE_ADMIN
 from labgpu.bookings import services
 from labgpu.bookings.blackouts import blackout_clashes, blackout_create
 from labgpu.bookings.filters import BookingFilter
-from labgpu.bookings.models import Booking
+from labgpu.bookings.models import Booking, Notification
+from labgpu.bookings.notifications import notification_mark_read
 from labgpu.bookings.selectors import (
     availability_intervals,
     bookings_visible_to,
@@ -31,6 +32,8 @@ from labgpu.bookings.serializers import (
     BookingExtendSerializer,
     BookingSerializer,
     BusyBlockSerializer,
+    NotificationReadSerializer,
+    NotificationSerializer,
     ReasonSerializer,
 )
 from labgpu.catalog.apis import BlackoutViewSet as CatalogBlackoutViewSet
@@ -235,3 +238,38 @@ class BlackoutViewSet(CatalogBlackoutViewSet):
         """Live bookings the blackout overlaps (site admins: it names other labs' people)."""
         blackout = self.get_object()
         return Response(BlackoutClashSerializer(blackout_clashes(blackout), many=True).data)
+
+
+class NotificationViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """What the signed-in person was sent (e-mailed) about their bookings, newest first; each
+    person sees only their own. `?unread=true` lists the unread ones (its count is the badge)."""
+
+    serializer_class = NotificationSerializer
+
+    def get_queryset(self) -> QuerySet[Notification]:
+        if getattr(self, "swagger_fake_view", False):  # the schema generator has no user
+            return Notification.objects.none()
+        mine = Notification.objects.filter(user=self.request.user)
+        if self.request.query_params.get("unread") in ("true", "1"):
+            mine = mine.filter(read_at__isnull=True)
+        return mine
+
+    @extend_schema(
+        parameters=[OpenApiParameter("unread", bool, description="Only the unread ones")],
+    )
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(request=None, responses=NotificationReadSerializer)
+    @action(detail=True, methods=["post"])
+    def read(self, request: Request, pk: str) -> Response:
+        """Mark this notification read (someone else's is a 404)."""
+        notification = self.get_object()
+        marked = notification_mark_read(user=request.user, notification_id=notification.pk)
+        return Response({"marked": marked})
+
+    @extend_schema(request=None, responses=NotificationReadSerializer)
+    @action(detail=False, methods=["post"], url_path="read-all")
+    def read_all(self, request: Request) -> Response:
+        """Mark every notification of the signed-in person read."""
+        return Response({"marked": notification_mark_read(user=request.user)})

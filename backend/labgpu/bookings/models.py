@@ -212,3 +212,26 @@ class IdempotencyKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} → booking #{self.booking_id}"
+
+
+class Notification(BaseModel):
+    """A message we sent a person (approvals, node ready, ending soon, failures…), kept so the
+    app can list it with read/unread; written where the e-mail is sent, whether or not the
+    person has an address."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
+    )
+    booking = models.ForeignKey(
+        Booking, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    subject = models.CharField(max_length=300)
+    body = models.TextField(blank=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"], name="notification_user_recent")]
+
+    def __str__(self) -> str:
+        return self.subject

@@ -14,7 +14,8 @@ from django.core.mail import send_mail
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from labgpu.bookings.models import Booking
+from labgpu.bookings.models import Booking, Notification
+from labgpu.core.timeutils import now
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,14 @@ def _with_link(body: str, booking: Booking) -> str:
     return body + "\n\n" + _("Open the booking: %(url)s") % {"url": booking_url(booking)}
 
 
-def _send(user, subject: str, body: str) -> None:  # type: ignore[no-untyped-def]
+def _send(  # type: ignore[no-untyped-def]
+    user, subject: str, body: str, booking: Booking | None = None
+) -> None:
+    """E-mail `user` and keep the message for the app's notification list."""
+    try:
+        Notification.objects.create(user=user, booking=booking, subject=subject[:300], body=body)
+    except Exception:  # like the mail: a notification must never break the lifecycle
+        logger.exception("could not record a notification for %s: %s", user.username, subject)
     if not user.email:
         return
     try:
@@ -68,7 +76,7 @@ def booking_decided(booking: Booking) -> None:
             "reason": booking.decision_reason,
         }
         body = _with_link(body, booking)
-    _send(user, subject, body)
+    _send(user, subject, body, booking)
 
 
 def booking_extension_decided(booking: Booking, *, approved: bool, reason: str) -> None:
@@ -85,7 +93,7 @@ def booking_extension_decided(booking: Booking, *, approved: bool, reason: str) 
             "reason": reason,
         }
         body = _with_link(body, booking)
-    _send(user, subject, body)
+    _send(user, subject, body, booking)
 
 
 def booking_ready(booking: Booking) -> None:
@@ -100,7 +108,7 @@ def booking_ready(booking: Booking) -> None:
             "end": local_time(booking.end, user),
         }
         body = _with_link(body, booking)
-    _send(user, subject, body)
+    _send(user, subject, body, booking)
 
 
 def booking_ending_soon(booking: Booking) -> None:
@@ -115,7 +123,7 @@ def booking_ending_soon(booking: Booking) -> None:
             "You can extend the booking while capacity and quota allow."
         )
         body = _with_link(body, booking)
-    _send(user, subject, body)
+    _send(user, subject, body, booking)
 
 
 def booking_failed(booking: Booking) -> None:
@@ -127,7 +135,7 @@ def booking_failed(booking: Booking) -> None:
             "You are not charged for failed nodes."
         ) % {"reason": booking.failure_reason}
         body = _with_link(body, booking)
-    _send(user, subject, body)
+    _send(user, subject, body, booking)
 
 
 def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> None:  # type: ignore[no-untyped-def]
@@ -158,7 +166,7 @@ def booking_capacity_warning(booking: Booking, *, regions: list[str], recipients
                 "regions": ", ".join(regions),
             }
             body = _with_link(body, booking)
-        _send(user, subject, body)
+        _send(user, subject, body, booking)
 
 
 def booking_blackout_clash(booking: Booking, *, blackout) -> None:  # type: ignore[no-untyped-def]
@@ -183,4 +191,15 @@ def booking_blackout_clash(booking: Booking, *, blackout) -> None:  # type: igno
             "booking_end": local_time(booking.end, user),
         }
         body = _with_link(body, booking)
-    _send(user, subject, body)
+    _send(user, subject, body, booking)
+
+
+def notification_mark_read(  # type: ignore[no-untyped-def]
+    *, user, notification_id: int | None = None
+) -> int:
+    """Mark one of `user`'s notifications read (all of them when no id); returns how many moved.
+    Only unread ones are touched, so reading twice keeps the first time."""
+    unread = Notification.objects.filter(user=user, read_at__isnull=True)
+    if notification_id is not None:
+        unread = unread.filter(pk=notification_id)
+    return unread.update(read_at=now())

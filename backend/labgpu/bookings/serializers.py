@@ -5,7 +5,7 @@ from labgpu.accounts.selectors import labs_visible_to
 from labgpu.accounts.serializers import LabSummarySerializer, UserSummarySerializer
 from labgpu.api.fields import AwareDateTimeField, OwnPrimaryKeyRelatedField
 from labgpu.api.serializers import CachedFieldsModelSerializer
-from labgpu.bookings.models import Booking
+from labgpu.bookings.models import Booking, Notification
 
 
 class BookingNodeSerializer(serializers.Serializer):
@@ -195,3 +195,14 @@ class BlackoutCreatedSerializer(serializers.Serializer):
     end = serializers.DateTimeField()
     reason = serializers.CharField()
     clashes = BlackoutClashSerializer(many=True)
+
+
+class NotificationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Notification
+        fields = ["id", "subject", "body", "booking", "read_at", "created_at"]
+        read_only_fields = fields
+
+
+class NotificationReadSerializer(serializers.Serializer):
+    marked = serializers.IntegerField(help_text="How many unread notifications are now read.")

@@ -6,5 +6,6 @@ router = SimpleRouter()
 router.register("bookings", apis.BookingViewSet, basename="booking")
 router.register("pools", apis.PoolCalendarViewSet, basename="pool")
 router.register("blackouts", apis.BlackoutViewSet, basename="blackout")
+router.register("notifications", apis.NotificationViewSet, basename="notification")
 
 urlpatterns = router.urls
