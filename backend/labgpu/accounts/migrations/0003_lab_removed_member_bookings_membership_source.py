@@ -4,20 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0002_bounds'),
+        ("accounts", "0002_bounds"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='lab',
-            name='removed_member_bookings',
-            field=models.CharField(choices=[('keep', 'Keep them'), ('cancel', 'Cancel them and tell the member')], default='keep', max_length=8),
+            model_name="lab",
+            name="removed_member_bookings",
+            field=models.CharField(
+                choices=[("keep", "Keep them"), ("cancel", "Cancel them and tell the member")],
+                default="keep",
+                max_length=8,
+            ),
         ),
         migrations.AddField(
-            model_name='membership',
-            name='source',
-            field=models.CharField(blank=True, default='', max_length=16),
+            model_name="membership",
+            name="source",
+            field=models.CharField(blank=True, default="", max_length=16),
         ),
     ]

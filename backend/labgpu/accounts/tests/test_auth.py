@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from conftest import client_for
 from labgpu.accounts.models import ApiToken
-from labgpu.accounts.services import hash_token, token_create
+from labgpu.accounts.services import hash_token, token_authenticate, token_create
 from labgpu.core.timeutils import now
 
 pytestmark = pytest.mark.django_db
@@ -262,3 +262,18 @@ def test_csrf_failure_on_drf_paths_answers_csrf_failed(alice):
     assert response.status_code == 403
     assert response.json()["code"] == "csrf_failed"
     assert alice.ssh_keys.count() == 0
+
+
+def test_token_authenticate_loads_token_and_user_as_the_orm_does(alice):
+    token, raw = token_create(
+        user=alice, name="script", scopes=["read", "book"], expires_at=now() + timedelta(days=1)
+    )
+    found = token_authenticate(raw)
+    stored = ApiToken.objects.select_related("user").get(pk=token.pk)
+    assert found is not None and found.scopes == ["book", "read"]
+    for field in ApiToken._meta.concrete_fields:
+        if field.name != "last_used_at":  # touched by this very call
+            assert getattr(found, field.attname) == getattr(stored, field.attname), field.name
+    for field in type(alice)._meta.concrete_fields:
+        assert getattr(found.user, field.attname) == getattr(stored.user, field.attname), field.name
+    assert found.user.pk == alice.pk and not found._state.adding
