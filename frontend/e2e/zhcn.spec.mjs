@@ -3,20 +3,26 @@
 // checks what the server holds or what the page shows, against Intl or the API, never a value the
 // SPA computed about itself.
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, django, freeWindow, launch, listPools, screenshot, signIn } from './support.mjs'
+import { BASE_URL, apiCall, django, freeWindow, launch, listPools, me, screenshot, seriousViolations, signIn } from './support.mjs'
 
 /** A signed-in context for `username`, its pages in `locale` ('en' or 'zh-CN'). */
-async function personIn(browser, username, locale = 'en') {
+async function personIn(browser, username, locale = 'en', options = {}) {
   const signedIn = await signIn(browser, username)
   const storageState = await signedIn.context.storageState()
   await signedIn.context.close()
-  const context = await browser.newContext({ baseURL: BASE_URL, viewport: { width: 1280, height: 900 }, storageState })
+  const context = await browser.newContext({ baseURL: BASE_URL, viewport: { width: 1280, height: 900 }, storageState, ...options })
   await context.addInitScript((l) => localStorage.setItem('labgpu.locale', l), locale)
   const page = await context.newPage()
   page.on('pageerror', (e) => console.error(`[${username}] page error:`, e.message))
   return { context, page }
+}
+
+const messages = {
+  en: JSON.parse(readFileSync(new URL('../src/i18n/en.json', import.meta.url), 'utf8')),
+  'zh-CN': JSON.parse(readFileSync(new URL('../src/i18n/zh-CN.json', import.meta.url), 'utf8')),
 }
 
 /** The short weekday name of `date` in `locale`, as Intl spells it. */
@@ -88,4 +94,132 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
     assert.equal((await page.locator('#status-filter option[value=ready]').textContent()).trim(), '就绪')
     await zh.close()
   })
+
+  for (const locale of ['zh-CN', 'en']) {
+    it(`item 2: the time-zone picker is a labelled, searchable combobox with offsets, common zones first (${locale})`, async () => {
+      // A browser zone outside the common list, so "the browser's zone first" can be seen.
+      const { context, page } = await personIn(browser, 'mallory', locale, { timezoneId: 'Atlantic/Reykjavik' })
+      const before = (await me(context)).timezone
+      await page.goto('/profile')
+      const box = page.getByRole('combobox', { name: messages[locale].profile.timeZone })
+      await box.waitFor()
+      assert.equal(await box.getAttribute('data-value'), before, 'the field holds the stored IANA name')
+      await box.click()
+      assert.equal(await box.getAttribute('aria-expanded'), 'true')
+      const listbox = page.getByRole('listbox')
+      const zones = () => listbox.getByRole('option').evaluateAll((els) => els.map((e) => e.dataset.zone))
+      const all = await zones()
+      assert.deepEqual(all.slice(0, 3), ['Atlantic/Reykjavik', 'Asia/Shanghai', 'UTC'], 'browser zone, then the common ones')
+      assert.ok(all.includes('Europe/Berlin') && all.includes('America/Los_Angeles'))
+
+      const shanghai = listbox.locator('[data-zone="Asia/Shanghai"]')
+      for (const query of ['上海', 'Shanghai', '+08']) {
+        await box.fill(query)
+        const found = await zones()
+        assert.ok(found.includes('Asia/Shanghai'), `"${query}" finds Asia/Shanghai (got ${found.slice(0, 5)})`)
+        assert.ok(found.length < 60, `"${query}" narrows the list (${found.length} left)`)
+      }
+      const text = await shanghai.textContent()
+      assert.match(text, /UTC\+08:00/, 'the offset is shown')
+      // Its name in the page's language (Chromium's CLDR names; never just the raw IANA id).
+      assert.match(text, locale === 'zh-CN' ? /中国/ : /China/)
+      for (const offset of await listbox.getByRole('option').evaluateAll((els) => els.map((e) => e.textContent))) {
+        assert.match(offset, /\+08/, 'a "+08" search lists only zones at +08')
+      }
+
+      // Keyboard only: type, arrow to the second match, Enter, save.
+      await box.fill('Europe/Be')
+      const matches = await zones()
+      assert.ok(matches.length >= 2, matches.join())
+      await box.press('ArrowDown')
+      const activeId = await box.getAttribute('aria-activedescendant')
+      assert.equal(await page.locator(`#${activeId}`).getAttribute('data-zone'), matches[1])
+      await box.press('Enter')
+      assert.equal(await box.getAttribute('aria-expanded'), 'false')
+      assert.equal(await box.getAttribute('data-value'), matches[1])
+      await page.locator('[data-testid=profile-form] button[type=submit]').click()
+      await page.locator('.toast, [role=status]').first().waitFor().catch(() => {})
+      await page.waitForLoadState('networkidle')
+      assert.equal((await me(context)).timezone, matches[1], 'the stored value is the IANA name')
+      assert.equal((await apiCall(context, 'PATCH', '/api/v1/me/', { timezone: before })).status, 200)
+      await context.close()
+    })
+  }
+
+  for (const locale of ['zh-CN', 'en']) {
+    it(`item 6: the approval queue shows extensions with quota impact and conflicts, decides in bulk, keeps a history (${locale})`, async () => {
+      const text = messages[locale].approvals
+      const alice = (await signIn(browser, 'alice')).context
+      const carol = (await signIn(browser, 'carol')).context
+      const bobApi = (await signIn(browser, 'bob')).context
+      const pool = (await listPools(alice)).find((p) => p.requires_approval)
+      const book = async (minutes, purpose) => {
+        const w = await freeWindow(alice, pool, minutes)
+        const end = new Date(new Date(w.start).getTime() + Math.min(minutes, 120) * 60_000).toISOString()
+        const made = await apiCall(alice, 'POST', '/api/v1/bookings/', { pool: pool.id, start: w.start, end, purpose })
+        assert.equal(made.status, 201, JSON.stringify(made.body))
+        return { ...made.body, window: w }
+      }
+      // An approved booking whose extension waits, with maintenance declared over the asked time.
+      const extended = await book(240, `e2e ext ${locale}`)
+      assert.equal((await apiCall(bobApi, 'POST', `/api/v1/bookings/${extended.id}/approve/`, {})).status, 200)
+      const ask = await apiCall(alice, 'POST', `/api/v1/bookings/${extended.id}/extend/`, { end: extended.window.end })
+      assert.equal(new Date(ask.body.pending_end).getTime(), new Date(extended.window.end).getTime(), JSON.stringify(ask.body))
+      const reason = `e2e maintenance ${locale} ${Date.now()}`
+      const blackoutStart = new Date(new Date(extended.end).getTime() + 30 * 60_000).toISOString()
+      const blackout = await apiCall(carol, 'POST', '/api/v1/blackouts/', { pool: pool.id, start: blackoutStart, end: extended.window.end, reason })
+      assert.equal(blackout.status, 201, JSON.stringify(blackout.body))
+      const [a, b, c] = [await book(120, 'e2e bulk a'), await book(120, 'e2e bulk b'), await book(120, 'e2e bulk c')]
+
+      const { context, page } = await personIn(browser, 'bob', locale)
+      await page.goto('/approvals')
+      const ext = page.locator(`[data-testid=pending-bookings] tr[data-booking-id="${extended.id}"]`)
+      await ext.waitFor()
+      assert.equal(await ext.getAttribute('data-kind'), 'extension')
+      assert.ok((await ext.textContent()).includes(text.extension))
+      await ext.locator('[data-testid=extension-end]').waitFor()
+      assert.ok((await ext.locator('[data-testid=conflicts]').textContent()).includes(reason), 'the blackout over the extension is listed')
+      // Quota impact against the quota API: the lab's limit for that month, before → after.
+      const month = extended.start.slice(0, 7)
+      const quotas = (await apiCall(bobApi, 'GET', `/api/v1/quotas/?lab=${extended.lab.id}&month=${month}-01`)).body
+      const quota = (Array.isArray(quotas) ? quotas : quotas.results).find((q) => q.instance_type === pool.instance_type)
+      const impact = (await ext.locator('[data-testid=quota-impact]').textContent()).replace(/,/g, '')
+      assert.ok(impact.includes(String(Number(quota.gpu_hours))), `"${impact}" names the limit ${quota.gpu_hours}`)
+      const gpus = (await apiCall(bobApi, 'GET', `/api/v1/instance-types/${pool.instance_type}/`)).body.gpu_count
+      const [before, after] = impact.match(/([\d.]+) → ([\d.]+)/).slice(1).map(Number)
+      const extensionMinutes = (new Date(extended.window.end) - new Date(extended.end)) / 60_000
+      assert.equal(Math.round((after - before) * 60), Math.round(extensionMinutes * gpus), 'after − before is the extension’s GPU-hours')
+      await screenshot(page, `approvals-queue-${locale}`)
+
+      // Select three; one is decided elsewhere meanwhile; reject the selection with one reason.
+      for (const id of [a.id, b.id, c.id]) await page.locator(`tr[data-booking-id="${id}"] [data-testid=select-row]`).check()
+      assert.equal((await apiCall(bobApi, 'POST', `/api/v1/bookings/${c.id}/approve/`, {})).status, 200)
+      await page.click('[data-testid=bulk-reject]')
+      await page.locator('#bulk-reason-error').waitFor()
+      await page.fill('[data-testid=bulk-reason]', `e2e bulk ${locale}`)
+      await page.click('[data-testid=bulk-reject]')
+      const failure = page.locator(`[data-testid=bulk-errors] li[data-booking-id="${c.id}"]`)
+      await failure.waitFor()
+      assert.ok((await failure.textContent()).includes(messages[locale].errors.code.already_decided))
+      for (const id of [a.id, b.id]) {
+        assert.equal((await apiCall(bobApi, 'GET', `/api/v1/bookings/${id}/`)).body.status, 'rejected')
+        const audit = (await apiCall(bobApi, 'GET', `/api/v1/audit/?action=booking.reject&target_id=${id}`)).body.results
+        assert.deepEqual(audit.map((e) => [e.actor, e.data.reason]), [['bob', `e2e bulk ${locale}`]], 'each decision is audited')
+      }
+      assert.equal((await apiCall(bobApi, 'GET', `/api/v1/bookings/${c.id}/`)).body.status, 'scheduled')
+
+      await page.click('[data-testid=approvals-tab-history]')
+      const row = page.locator(`[data-testid=decision-history] tr[data-target-id="${a.id}"][data-action="booking.reject"]`)
+      await row.waitFor()
+      const cells = await row.locator('td').allTextContents()
+      assert.equal(cells[1].trim(), 'bob')
+      assert.equal(cells[2].trim(), text.decisions.reject)
+      assert.equal(cells[4].trim(), `e2e bulk ${locale}`)
+      assert.deepEqual(await seriousViolations(page), [])
+      await screenshot(page, `approvals-history-${locale}`)
+      await apiCall(carol, 'DELETE', `/api/v1/blackouts/${blackout.body.id}/`)
+      for (const id of [extended.id, c.id]) await apiCall(alice, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+      await context.close()
+    })
+  }
 })

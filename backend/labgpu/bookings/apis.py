@@ -17,13 +17,16 @@ from labgpu.bookings.models import Booking, Notification
 from labgpu.bookings.notifications import notification_mark_read
 from labgpu.bookings.selectors import (
     availability_intervals,
+    awaiting_decision_of,
     bookings_visible_to,
     busy_blocks,
+    decision_context,
     iso,
     next_free_windows,
     nodes_load,
 )
 from labgpu.bookings.serializers import (
+    ApprovalQueueItemSerializer,
     AvailabilityQuerySerializer,
     AvailabilitySerializer,
     BlackoutClashSerializer,
@@ -31,6 +34,8 @@ from labgpu.bookings.serializers import (
     BookingCreateSerializer,
     BookingExtendSerializer,
     BookingSerializer,
+    BulkDecisionResultSerializer,
+    BulkDecisionSerializer,
     BusyBlockSerializer,
     NotificationReadSerializer,
     NotificationSerializer,
@@ -141,6 +146,33 @@ class BookingViewSet(
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str) -> Response:
         return self._act(request, ReasonSerializer, services.booking_reject)
+
+    @extend_schema(responses=ApprovalQueueItemSerializer(many=True), filters=False)
+    @action(detail=False, methods=["get"], url_path="approval-queue", pagination_class=None)
+    def approval_queue(self, request: Request) -> Response:
+        """Bookings and extension requests of the labs this admin decides for, soonest first,
+        each with its quota impact, the blackouts over it and whether capacity is still free."""
+        items = [
+            {"booking": booking, **vars(decision_context(booking))}
+            for booking in awaiting_decision_of(request.user)
+        ]
+        return Response(ApprovalQueueItemSerializer(items, many=True).data)
+
+    @extend_schema(request=BulkDecisionSerializer, responses=BulkDecisionResultSerializer)
+    @action(detail=False, methods=["post"])
+    def decide(self, request: Request) -> Response:
+        """Approve or reject several at once; each is decided (and audited) on its own, and
+        each one that could not be is listed with its error code."""
+        body = BulkDecisionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        outcomes = services.bookings_decide(
+            actor=request.user,
+            ids=body.validated_data["ids"],
+            approve=body.validated_data["decision"] == "approve",
+            reason=body.validated_data["reason"],
+        )
+        results = [{**vars(o), "ok": o.booking is not None} for o in outcomes]
+        return Response(BulkDecisionResultSerializer({"results": results}).data)
 
 
 RANGE_PARAMETERS = [

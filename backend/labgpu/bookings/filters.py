@@ -1,9 +1,9 @@
 import django_filters
-from django.db.models import Q
 
 from labgpu.api.fields import IdFilter, UtcIsoDateTimeFilter
 from labgpu.api.filters import FilterSet
 from labgpu.bookings.models import Booking, Overlaps, bigint
+from labgpu.bookings.selectors import awaiting_decision
 
 
 class BookingFilter(FilterSet):
@@ -47,14 +47,7 @@ class BookingFilter(FilterSet):
         return queryset
 
     def filter_awaiting_decision(self, queryset, name, value):  # type: ignore[no-untyped-def]
-        waiting = Q(status=Booking.Status.PENDING) | Q(
-            pending_end__isnull=False,
-            status__in=[
-                Booking.Status.SCHEDULED,
-                Booking.Status.PROVISIONING,
-                Booking.Status.READY,
-            ],
-        )
+        waiting = awaiting_decision()
         if value is None:
             return queryset
         return queryset.filter(waiting) if value else queryset.exclude(waiting)

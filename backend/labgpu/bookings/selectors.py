@@ -1,7 +1,8 @@
 """Reads about bookings: visibility (I-6), availability and next free windows (I-1)."""
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from itertools import pairwise
 
 from django.db import connection
@@ -9,6 +10,7 @@ from django.db.models import (
     Exists,
     IntegerField,
     OuterRef,
+    Q,
     QuerySet,
     Value,
     prefetch_related_objects,
@@ -19,7 +21,16 @@ from labgpu.accounts.models import Membership, User
 from labgpu.accounts.selectors import admin_lab_ids_of, lab_ids_of
 from labgpu.bookings.models import Booking, Overlaps, ReservedOverlaps, bigint
 from labgpu.catalog.models import Blackout, NodePool
-from labgpu.core.timeutils import ceil_to_grid, now
+from labgpu.core.timeutils import (
+    ceil_to_grid,
+    hours,
+    month_bounds,
+    month_start,
+    next_month,
+    now,
+    overlap,
+)
+from labgpu.quotas.selectors import TWO_PLACES, quota_usage
 
 Period = tuple[datetime, datetime]
 BLACKOUT = -1  # the slot (or id) of a blackout row in a UNION with reservations
@@ -52,6 +63,28 @@ def nodes_load(bookings: list[Booking]) -> None:
         [booking for booking in bookings if booking.status not in Booking.NODELESS_STATUSES],
         "nodes",
     )
+
+
+def awaiting_decision() -> Q:
+    """Pending bookings, and approved bookings whose extension waits for a decision."""
+    return Q(status=Booking.Status.PENDING) | Q(
+        pending_end__isnull=False,
+        status__in=[Booking.Status.SCHEDULED, Booking.Status.PROVISIONING, Booking.Status.READY],
+    )
+
+
+APPROVAL_QUEUE_LIMIT = 200
+
+
+def awaiting_decision_of(user: User) -> list[Booking]:
+    """What `user` may decide: their labs' (a site admin: every lab's) waiting bookings, soonest
+    first, at most APPROVAL_QUEUE_LIMIT."""
+    bookings = bookings_visible_to(user).filter(awaiting_decision())
+    if not user.is_site_admin:
+        bookings = bookings.filter(lab_id__in=admin_lab_ids_of(user))
+    waiting = list(bookings.order_by("start", "id")[:APPROVAL_QUEUE_LIMIT])
+    nodes_load(waiting)
+    return waiting
 
 
 def booking_changeable_by(user: User, booking: Booking) -> bool:
@@ -317,3 +350,79 @@ def iso(moment: datetime) -> str:
     """As DRF's DateTimeField writes a UTC moment: ISO 8601 with `Z`."""
     text = moment.astimezone(UTC).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+@dataclass(frozen=True)
+class QuotaImpact:
+    """A month the decision touches: the lab's quota and its use before and after approving."""
+
+    month: date
+    limit_gpu_hours: Decimal  # 0 without a quota row: no hours at all
+    used_before: Decimal
+    used_after: Decimal
+
+    @property
+    def exceeds(self) -> bool:
+        return self.used_after > self.limit_gpu_hours
+
+
+@dataclass(frozen=True)
+class DecisionContext:
+    """What a lab admin weighs before deciding a booking or its extension request."""
+
+    is_extension: bool
+    end_after: datetime  # the end the booking has once approved
+    quota: list[QuotaImpact]
+    blackouts: list[Blackout]
+    capacity_free: bool  # a node is still free over the whole period asked
+
+
+def decision_context(booking: Booking) -> DecisionContext:
+    """The quota (used + committed GPU-hours of the lab's instance type, before → after), the
+    blackouts over the asked period, and whether the pool still has room for it.
+
+    A pending booking and a pending extension already hold their slot and count as committed, so
+    "before" leaves out what the decision is about: the whole booking, or the extension's hours.
+    """
+    is_extension = booking.status != Booking.Status.PENDING and booking.pending_end is not None
+    end_after = booking.pending_end or booking.end
+    kept_end = booking.end if is_extension else booking.start
+    impacts = []
+    month = month_start(booking.start)
+    while month_bounds(month)[0] < end_after:
+        begin, finish = month_bounds(month)
+        usage = quota_usage(
+            lab_id=booking.lab_id,
+            instance_type_id=booking.pool.instance_type_id,
+            month=month,
+            exclude_booking_id=booking.pk,
+        )
+        base = usage.used + usage.committed
+        kept = Decimal(hours(overlap(booking.start, kept_end, begin, finish))) * booking.gpu_count
+        asked = Decimal(hours(overlap(booking.start, end_after, begin, finish))) * booking.gpu_count
+        impacts.append(
+            QuotaImpact(
+                month=month,
+                limit_gpu_hours=usage.quota_gpu_hours,
+                used_before=(base + kept).quantize(TWO_PLACES),
+                used_after=(base + asked).quantize(TWO_PLACES),
+            )
+        )
+        month = next_month(month)
+    pool = booking.pool
+    grace = timedelta(minutes=pool.teardown_grace_minutes)
+    reserved = (booking.reserved_start, end_after + grace)
+    others, _ = reservations_and_blackouts(
+        pool, reserved, (booking.start, end_after), exclude_id=booking.pk
+    )
+    return DecisionContext(
+        is_extension=is_extension,
+        end_after=end_after,
+        quota=impacts,
+        blackouts=list(
+            Blackout.objects.filter(pool=pool, start__lt=end_after, end__gt=booking.start).order_by(
+                "start"
+            )
+        ),
+        capacity_free=peak_usage(others, *reserved) < pool.capacity,
+    )

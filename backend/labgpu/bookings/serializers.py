@@ -206,3 +206,49 @@ class NotificationSerializer(serializers.ModelSerializer):
 
 class NotificationReadSerializer(serializers.Serializer):
     marked = serializers.IntegerField(help_text="How many unread notifications are now read.")
+
+
+class QuotaImpactSerializer(serializers.Serializer):
+    month = serializers.DateField()
+    limit_gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=2)
+    used_before = serializers.DecimalField(max_digits=12, decimal_places=2)
+    used_after = serializers.DecimalField(max_digits=12, decimal_places=2)
+    exceeds = serializers.BooleanField()
+
+
+class DecisionBlackoutSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    reason = serializers.CharField()
+
+
+class ApprovalQueueItemSerializer(serializers.Serializer):
+    """A booking, or an approved booking's extension, waiting for a lab admin; with what the
+    decision would change."""
+
+    booking = BookingSerializer()
+    is_extension = serializers.BooleanField()
+    end_after = serializers.DateTimeField(help_text="The booking's end once approved.")
+    quota = QuotaImpactSerializer(many=True)
+    blackouts = DecisionBlackoutSerializer(many=True)
+    capacity_free = serializers.BooleanField(
+        help_text="Whether a node of the pool is still free over the whole period asked."
+    )
+
+
+class BulkDecisionSerializer(serializers.Serializer):
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=100)
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    reason = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="")
+
+
+class DecisionOutcomeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    ok = serializers.BooleanField()
+    code = serializers.CharField(help_text="Why it was not decided (empty when it was).")
+    message = serializers.CharField()
+    booking = BookingSerializer(allow_null=True)
+
+
+class BulkDecisionResultSerializer(serializers.Serializer):
+    results = DecisionOutcomeSerializer(many=True)

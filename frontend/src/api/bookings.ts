@@ -1,5 +1,5 @@
 import { api, unwrap } from './client'
-import type { Booking, BookingCreate, BookingStatus, Page } from './types'
+import type { ApprovalQueueItem, AuditEvent, Booking, BookingCreate, BookingStatus, DecisionOutcome, Page } from './types'
 
 export interface BookingFilters {
   page?: number
@@ -42,5 +42,34 @@ export function approveBooking(id: number, reason = ''): Promise<Booking> {
 export function rejectBooking(id: number, reason: string): Promise<Booking> {
   return unwrap(
     api.POST('/api/v1/bookings/{id}/reject/', { params: { path: { id } }, body: { reason } }),
+  )
+}
+
+/** Bookings and extension requests waiting for this admin, with what approving would change. */
+export function approvalQueue(): Promise<ApprovalQueueItem[]> {
+  return unwrap(api.GET('/api/v1/bookings/approval-queue/'))
+}
+
+/** Approve or reject several at once: each is decided and audited on its own; failures listed. */
+export function decideBookings(ids: number[], decision: 'approve' | 'reject', reason = ''): Promise<DecisionOutcome[]> {
+  return unwrap(api.POST('/api/v1/bookings/decide/', { body: { ids, decision, reason } })).then((r) => r.results)
+}
+
+/** What lab admins decided about bookings and extensions, newest first (the audit log). */
+export const DECISION_ACTIONS = [
+  'booking.approve',
+  'booking.self_approve',
+  'booking.reject',
+  'booking.extension_approve',
+  'booking.extension_reject',
+] as const
+
+export function decisionHistory(page = 1): Promise<Page<AuditEvent>> {
+  return unwrap(
+    api.GET('/api/v1/audit/', {
+      params: { query: { action: [...DECISION_ACTIONS], page, page_size: 50 } },
+      // The API reads `action=a,b` (one parameter, comma-separated).
+      querySerializer: { array: { style: 'form', explode: false } },
+    }),
   )
 }

@@ -308,6 +308,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/bookings/approval-queue/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Bookings and extension requests of the labs this admin decides for, soonest first,
+         *     each with its quota impact, the blackouts over it and whether capacity is still free.
+         */
+        get: operations["v1_bookings_approval_queue_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bookings/decide/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Approve or reject several at once; each is decided (and audited) on its own, and
+         *     each one that could not be is listed with its error code.
+         */
+        post: operations["v1_bookings_decide_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/feeds/": {
         parameters: {
             query?: never;
@@ -1223,6 +1263,23 @@ export interface components {
             /** Format: date-time */
             expires_at?: string | null;
         };
+        /**
+         * @description A booking, or an approved booking's extension, waiting for a lab admin; with what the
+         *     decision would change.
+         */
+        ApprovalQueueItem: {
+            booking: components["schemas"]["Booking"];
+            is_extension: boolean;
+            /**
+             * Format: date-time
+             * @description The booking's end once approved.
+             */
+            end_after: string;
+            quota: components["schemas"]["QuotaImpact"][];
+            blackouts: components["schemas"]["DecisionBlackout"][];
+            /** @description Whether a node of the pool is still free over the whole period asked. */
+            capacity_free: boolean;
+        };
         AuditEvent: {
             readonly id: number;
             /** Format: date-time */
@@ -1395,6 +1452,15 @@ export interface components {
          * @enum {string}
          */
         BookingStatusEnum: "pending" | "scheduled" | "provisioning" | "ready" | "ending" | "completed" | "cancelled" | "rejected" | "expired" | "failed";
+        BulkDecisionRequest: {
+            ids: number[];
+            decision: components["schemas"]["DecisionEnum"];
+            /** @default  */
+            reason: string;
+        };
+        BulkDecisionResult: {
+            results: components["schemas"]["DecisionOutcome"][];
+        };
         /** @description A live booking as a calendar sees it: other labs' bookings carry no identity (I-6). */
         BusyBlock: {
             /** Format: date-time */
@@ -1473,6 +1539,27 @@ export interface components {
         };
         CsrfOk: {
             detail: string;
+        };
+        DecisionBlackout: {
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            reason: string;
+        };
+        /**
+         * @description * `approve` - approve
+         *     * `reject` - reject
+         * @enum {string}
+         */
+        DecisionEnum: "approve" | "reject";
+        DecisionOutcome: {
+            id: number;
+            ok: boolean;
+            /** @description Why it was not decided (empty when it was). */
+            code: string;
+            message: string;
+            booking: components["schemas"]["Booking"] | null;
         };
         DecisionRequest: {
             /** @default  */
@@ -2168,6 +2255,17 @@ export interface components {
             readonly committed_gpu_hours: string;
             /** Format: decimal */
             readonly remaining_gpu_hours: string;
+        };
+        QuotaImpact: {
+            /** Format: date */
+            month: string;
+            /** Format: decimal */
+            limit_gpu_hours: string;
+            /** Format: decimal */
+            used_before: string;
+            /** Format: decimal */
+            used_after: string;
+            exceeds: boolean;
         };
         QuotaRequest: {
             readonly id: number;
@@ -3143,7 +3241,8 @@ export interface operations {
     v1_audit_list: {
         parameters: {
             query?: {
-                action?: string;
+                /** @description Multiple values may be separated by commas. */
+                action?: string[];
                 lab?: number;
                 /** @description A page number within the paginated result set. */
                 page?: number;
@@ -4601,6 +4700,149 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Booking"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_bookings_approval_queue_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalQueueItem"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_bookings_decide_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkDecisionRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["BulkDecisionRequest"];
+                "multipart/form-data": components["schemas"]["BulkDecisionRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkDecisionResult"];
                 };
             };
             /** @description Invalid input */

@@ -60,6 +60,8 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "GET /api/v1/blackouts/{id}/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/blackouts/{id}/clashes/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "GET /api/v1/bookings/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    # Lists only what the caller decides: empty for researchers.
+    "GET /api/v1/bookings/approval-queue/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/bookings/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/feeds/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/feeds/{token}.ics": ("deny", "deny", "deny", "deny", "deny", "deny"),
@@ -100,6 +102,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "POST /api/v1/auth/logout/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/blackouts/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "POST /api/v1/bookings/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/decide/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/approve/": ("deny", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/cancel/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/extend/": ("ok", "deny", "ok", "ok", "auth", "auth"),

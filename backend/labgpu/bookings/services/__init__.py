@@ -21,6 +21,7 @@ from labgpu.bookings.services.decisions import (
     booking_approve,
     booking_expire,
     booking_reject,
+    bookings_decide,
     bookings_expire_stale_pending,
 )
 from labgpu.bookings.services.idempotency import idempotency_fingerprint, idempotency_keys_purge
@@ -37,6 +38,7 @@ __all__ = [
     "booking_expire",
     "booking_extend",
     "booking_reject",
+    "bookings_decide",
     "bookings_expire_stale_pending",
     "idempotency_fingerprint",
     "idempotency_keys_purge",

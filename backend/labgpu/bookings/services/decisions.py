@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -12,6 +13,7 @@ from labgpu.accounts.selectors import is_lab_admin
 from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking
+from labgpu.bookings.selectors import bookings_visible_to
 from labgpu.bookings.services.changes import (
     EXTENDABLE,
     booking_lock,
@@ -159,3 +161,51 @@ def bookings_expire_stale_pending(*, batch: int = 200) -> int:
         "pk", flat=True
     )[:batch]
     return sum(booking_expire(booking_id=pk) for pk in stale)
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """One booking of a bulk decision: decided (`booking`), or why not (`code`, `message`)."""
+
+    id: int
+    booking: Booking | None = None
+    code: str = ""
+    message: str = ""
+
+
+MAX_BULK_DECISIONS = 100
+
+
+def bookings_decide(
+    *, actor: User, ids: list[int], approve: bool, reason: str = ""
+) -> list[DecisionOutcome]:
+    """Approve or reject several bookings (or their extension requests) with one reason.
+
+    Each is decided on its own (its own transaction, its own audit entry and notification) by the
+    same service a single decision uses, so one that fails (decided meanwhile, over quota, not
+    this admin's lab) is reported and the others still go through.
+    """
+    if not ids:
+        raise ApplicationError("Choose at least one booking.", code="required", field="ids")
+    if len(ids) > MAX_BULK_DECISIONS:
+        raise ApplicationError(
+            f"At most {MAX_BULK_DECISIONS} bookings at once.", code="too_many", field="ids"
+        )
+    if not approve and not reason.strip():
+        raise ApplicationError("Say why you reject them.", code="reason_required", field="reason")
+    visible = {b.pk: b for b in bookings_visible_to(actor).filter(pk__in=ids)}
+    outcomes = []
+    for booking_id in dict.fromkeys(ids):
+        booking = visible.get(booking_id)
+        if booking is None:
+            outcomes.append(
+                DecisionOutcome(booking_id, code="not_found", message="No such booking.")
+            )
+            continue
+        try:
+            decide = booking_approve if approve else booking_reject
+            decided = decide(actor=actor, booking=booking, reason=reason)
+            outcomes.append(DecisionOutcome(booking_id, decided))
+        except ApplicationError as e:
+            outcomes.append(DecisionOutcome(booking_id, code=e.code, message=e.message))
+    return outcomes
