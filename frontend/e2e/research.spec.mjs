@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { apiCall, django, launch, listPools, me, screenshot, seriousViolations, signIn, wallTime } from './support.mjs'
+import { apiCall, django, launch, listPools, me, screenshot, seriousViolations, sentMail, signIn, wallTime } from './support.mjs'
 
 /** The first free window of `minutes` in `pool` at or after `from` (ISO). */
 async function freeFrom(context, pool, from, minutes) {
@@ -275,6 +275,42 @@ describe('researcher items of issue 14', () => {
       await page.reload()
     }
     for (const b of [wanted, otherPool, otherDay]) await apiCall(context, 'POST', `/api/v1/bookings/${b.id}/cancel/`, { reason: 'e2e' })
+    await context.close()
+  })
+
+  it('feature 5: what alice was e-mailed (an approval) is in her notification list, unread until she reads it', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    const profile = await me(context)
+    const pool = (await listPools(context)).find((p) => p.requires_approval)
+    const window = await freeFrom(context, pool, new Date(Date.now() + (40 + Math.floor(Math.random() * 10)) * 86_400_000).toISOString(), 120)
+    const booking = await book(context, pool, window, 'research notification')
+    const bob = await signIn(browser, 'bob')
+    const approved = await apiCall(bob.context, 'POST', `/api/v1/bookings/${booking.id}/approve/`, { reason: 'ok' })
+    assert.equal(approved.status, 200, JSON.stringify(approved.body))
+    await bob.context.close()
+    // The e-mail the server sent (read from the mail files) is the independent record.
+    const message = sentMail().filter((m) => m.to.includes(profile.email) && m.subject.includes(`#${booking.id}`)).pop()
+    assert.ok(message, 'alice was e-mailed about the approval')
+
+    await page.goto('/')
+    const badge = page.locator('[data-testid=notifications-unread]')
+    await badge.waitFor()
+    const unreadBefore = Number(await badge.textContent())
+    assert.ok(unreadBefore >= 1)
+    await page.locator('[data-testid=notifications-link]').click()
+    const item = page.locator('[data-testid=notification-list] li', { hasText: message.subject }).first()
+    await item.waitFor()
+    await item.locator('[data-testid=notification-unread]').waitFor()
+    assert.equal(await item.locator(`a[href="/bookings/${booking.id}"]`).count(), 1)
+    assert.deepEqual(await seriousViolations(page), [])
+    await item.locator('[data-testid=notification-read]').click()
+    await item.locator('[data-testid=notification-unread]').waitFor({ state: 'detached' })
+    const id = Number(await item.getAttribute('data-notification-id'))
+    const mine = (await apiCall(context, 'GET', '/api/v1/notifications/?page_size=100')).body.results
+    assert.ok(mine.find((n) => n.id === id).read_at, 'the server recorded it as read')
+    const unreadAfter = (await apiCall(context, 'GET', '/api/v1/notifications/?unread=true')).body.count
+    assert.equal(unreadAfter, unreadBefore - 1)
+    await apiCall(context, 'POST', `/api/v1/bookings/${booking.id}/cancel/`, { reason: 'e2e' })
     await context.close()
   })
 })

@@ -125,6 +125,12 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.feeds' },
   },
   {
+    path: '/notifications',
+    name: 'notifications',
+    component: () => import('@/views/account/NotificationListView.vue'),
+    meta: { title: 'notifications.title' },
+  },
+  {
     path: '/profile',
     name: 'profile',
     component: () => import('@/views/account/ProfileView.vue'),
