@@ -225,7 +225,7 @@ describe('site admin daily work', () => {
     const end = new Date(start.getTime() + 3 * 3_600_000)
     await page.goto('/blackouts')
     await page.locator('[data-testid=blackout-form]').waitFor()
-    await page.locator('#blackout-pool').selectOption({ label: POOL.name })
+    await page.locator('#blackout-pool').selectOption(String(made.pool.id))
     await page.fill('#blackout-start', wallTime(start.toISOString(), timezone))
     await page.fill('#blackout-end', wallTime(end.toISOString(), timezone))
     await page.fill('#blackout-reason', `e2e ${stamp}`)

@@ -1,4 +1,4 @@
-import { ref } from 'vue'
+import { nextTick, ref } from 'vue'
 
 import { ApiError } from '@/api/client'
 import { useApiError } from '@/composables/useApiError'
@@ -7,7 +7,7 @@ import { useApiError } from '@/composables/useApiError'
  * A create-or-edit form over one API record: `edit(id, values)` loads a record, `submit(save)`
  * calls the API and spreads its field errors under the fields; anything else is the form's error.
  */
-export function useAdminForm<T extends Record<string, unknown>>(blank: () => T) {
+export function useAdminForm<T extends Record<string, unknown>>(blank: () => T, focusId?: string) {
   const describe = useApiError()
   const values = ref<Record<string, unknown>>(blank())
   const errors = ref<Record<string, string[]>>({})
@@ -26,6 +26,8 @@ export function useAdminForm<T extends Record<string, unknown>>(blank: () => T) 
     reset()
     editingId.value = id
     values.value = { ...blank(), ...current }
+    // The form sits below the list: take the admin there (focus scrolls it into view).
+    if (focusId) void nextTick(() => document.getElementById(focusId)?.focus())
   }
 
   async function submit(save: (id: number | null, body: T) => Promise<unknown>): Promise<boolean> {
