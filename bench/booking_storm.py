@@ -572,14 +572,14 @@ def ref_worktree(ref: str):  # type: ignore[no-untyped-def]
     """A detached `git worktree` of `ref` under the temp directory, removed afterwards; yields
     (its backend/, a label). It runs with this checkout's .venv and bench scripts."""
     rev = git("rev-parse", "--short", f"{ref}^{{commit}}")
-    path = Path(tempfile.gettempdir()) / f"labgpu-bench-{rev}"
-    if path.exists():
-        git("worktree", "remove", "--force", str(path))
+    # A folder of its own: two benches of the same ref at once must not remove each other's tree.
+    path = Path(tempfile.mkdtemp(prefix=f"labgpu-bench-{rev}-")) / "tree"
     git("worktree", "add", "--detach", str(path), rev)
     try:
         yield path / "backend", f"{ref} ({rev})"
     finally:
         git("worktree", "remove", "--force", str(path))
+        shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def run_quiet(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
