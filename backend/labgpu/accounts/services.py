@@ -1,18 +1,16 @@
 import base64
 import binascii
-import functools
 import hashlib
 import secrets
 from datetime import datetime
-from typing import Any
 
-from django.db import IntegrityError, connections, router, transaction
-from django.db.models import Field
+from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey, User
 from labgpu.audit.services import audit_record
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
+from labgpu.core.rows import JoinedRows
 from labgpu.core.timeutils import now
 
 TOKEN_PREFIX = "lgp_"
@@ -64,44 +62,20 @@ def token_revoke(*, token: ApiToken) -> None:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=now())
 
 
-@functools.cache
-def _token_lookup_sql() -> tuple[str, list[str], list[str], list[tuple[int, Any, Field]]]:
-    """`select_related("user")` of a live token by its hash, written out once: every API call
-    authenticates, and compiling the join on each one cost more CPU than the query."""
-    token_fields = ApiToken._meta.concrete_fields
-    user_fields = User._meta.concrete_fields
-    columns = [f't."{field.column}"' for field in token_fields]
-    columns += [f'u."{field.column}"' for field in user_fields]
-    sql = (
-        f"SELECT {', '.join(columns)} "  # noqa: S608 - model metadata, not input
-        f'FROM "{ApiToken._meta.db_table}" t JOIN "{User._meta.db_table}" u ON u.id = t.user_id '
-        "WHERE t.secret_hash = %s AND t.revoked_at IS NULL"
-    )
-    # The conversions the ORM applies to these columns (JSONField's scopes, for one).
-    converters = [
-        (index, converter, field)
-        for index, field in enumerate([*token_fields, *user_fields])
-        for converter in field.get_db_converters(connections[router.db_for_read(ApiToken)])
-    ]
-    return sql, [f.attname for f in token_fields], [f.attname for f in user_fields], converters
+# `select_related("user")` of a live token by its hash, written out once: every API call
+# authenticates, and compiling the join on each one cost more CPU than the query.
+_LIVE_TOKEN_WITH_USER = JoinedRows(
+    [(ApiToken, "t"), (User, "u")],
+    f'FROM "{ApiToken._meta.db_table}" t JOIN "{User._meta.db_table}" u ON u.id = t.user_id '
+    "WHERE t.secret_hash = %s AND t.revoked_at IS NULL",
+)
 
 
 def _live_token_with_user(secret_hash: str) -> ApiToken | None:
-    sql, token_names, user_names, converters = _token_lookup_sql()
-    db = router.db_for_read(ApiToken)
-    connection = connections[db]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [secret_hash])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    row = list(row)
-    for index, converter, field in converters:
-        row[index] = converter(row[index], field, connection)
-    split = len(token_names)
-    token = ApiToken.from_db(db, token_names, row[:split])
-    token.user = User.from_db(db, user_names, row[split:])
-    return token
+    for token, user in _LIVE_TOKEN_WITH_USER.fetch([secret_hash]):
+        token.user = user
+        return token
+    return None
 
 
 def token_authenticate(raw: str) -> ApiToken | None:

@@ -22,6 +22,7 @@ from labgpu.bookings.services.snapshot import Ask, pool_lock, snapshot_load
 from labgpu.catalog.models import NodePool
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.outbox import enqueue_on_commit
+from labgpu.core.rows import JoinedRows
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 
@@ -95,8 +96,20 @@ def _resolve_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
     return resolved, membership
 
 
+# `Membership.objects.filter(user=…).select_related("lab")`, written out once (core.rows): every
+# create asks it, and its compilation cost more CPU than the statement.
+_MEMBERSHIPS_WITH_LAB = JoinedRows(
+    [(Membership, "m"), (Lab, "l")],
+    f'FROM "{Membership._meta.db_table}" m JOIN "{Lab._meta.db_table}" l ON l.id = m.lab_id '
+    "WHERE m.user_id = %s ORDER BY m.id",
+)
+
+
 def _member_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
-    memberships = list(Membership.objects.filter(user=user).select_related("lab"))
+    memberships = []
+    for membership, member_lab in _MEMBERSHIPS_WITH_LAB.fetch([user.pk]):
+        membership.lab = member_lab
+        memberships.append(membership)
     if lab is None:
         if len(memberships) == 1:
             return memberships[0].lab, memberships[0]

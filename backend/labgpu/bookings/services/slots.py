@@ -50,9 +50,7 @@ class PoolFull(Conflict):
     def extra(self) -> dict[str, Any]:
         if self._extra is None:
             pool, duration, after, exclude_id = self._asked
-            windows = next_free_windows(
-                pool, duration=duration, after=after, exclude_id=exclude_id
-            )
+            windows = next_free_windows(pool, duration=duration, after=after, exclude_id=exclude_id)
             self._extra = {"next_free": windows_payload(windows)}
         return self._extra
 
