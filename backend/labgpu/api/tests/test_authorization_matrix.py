@@ -25,6 +25,7 @@ from conftest import client_for
 from labgpu.accounts.models import Membership, SshKey
 from labgpu.accounts.services import token_create
 from labgpu.audit.models import AuditEvent
+from labgpu.bookings.models import Notification
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import Blackout, ProviderAccount
 from labgpu.invitations.services import invitation_create
@@ -70,9 +71,16 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "GET /api/v1/instance-types/{id}/health/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/labs/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/labs/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    # Site admins create, rename and archive labs; a lab admin may not rename their own.
+    "POST /api/v1/labs/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    "PATCH /api/v1/labs/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "GET /api/v1/labs/{lab_pk}/members/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/labs/{lab_pk}/members/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/me/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    # Everyone has their own notifications; one of alice's is hers alone to mark read.
+    "GET /api/v1/notifications/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/notifications/{id}/read/": ("ok", "deny", "deny", "deny", "auth", "auth"),
+    "POST /api/v1/notifications/read-all/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/me/ssh-keys/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/nodes/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "GET /api/v1/nodes/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
@@ -219,6 +227,7 @@ def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type
         "members": Membership.objects.get(user=alice).pk,
         "group-mappings": GroupMapping.objects.create(group="g", lab=vision_lab).pk,
         "invitations": invitation_create(actor=bob, lab=vision_lab, email="new@example.org")[0].pk,
+        "notifications": Notification.objects.create(user=alice, subject="Ready").pk,
     }
     node_client = APIClient()
     node_client.credentials(HTTP_AUTHORIZATION=f"Bearer {heartbeat}")
