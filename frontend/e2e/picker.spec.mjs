@@ -47,6 +47,22 @@ describe('date and time fields follow the app language (issue 14)', () => {
     assert.match(filled, ZH_WALL, `start now shows ${filled}`)
     assert.doesNotMatch(filled, /AM|PM|上午|下午/)
 
+    // The calendar popup speaks Chinese (weekday and month names) and picks in the same format.
+    await page.locator('#booking-start ~ [data-testid=date-picker-toggle]').click()
+    const popup = page.locator('[data-testid=date-picker-popup]')
+    const weekdays = popup.locator('.dp--calendar-header-item')
+    await weekdays.first().waitFor()
+    const names = (await weekdays.allInnerTexts()).join(' ')
+    assert.match(names, /[一二三四五六日]/, `weekday names: ${names}`)
+    assert.doesNotMatch(names, /Mo|Tu|We|Su/)
+    assert.match(await popup.innerText(), /月/)
+    assert.doesNotMatch(await popup.innerText(), /\bAM\b|\bPM\b/)
+    await popup.locator('.dp--cell-inner:not(.dp--cell-offset)', { hasText: /^15$/ }).first().click()
+    await page.waitForFunction(() => /^\d{4}-\d{2}-15 \d{2}:\d{2}$/.test(document.querySelector('#booking-start')?.value ?? ''))
+    await screenshot(page, 'booking-form-zh-CN-calendar')
+    await page.locator('#booking-start ~ [data-testid=date-picker-toggle]').click()
+    await popup.waitFor({ state: 'detached' })
+
     // Type the chosen local time the way a Chinese user reads it (space, 24-hour).
     const startWall = wallTime(window.start, timezone).replace('T', ' ')
     const endWall = wallTime(window.end, timezone).replace('T', ' ')
