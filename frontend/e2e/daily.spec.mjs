@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test'
 
 import {
   BASE_URL, apiCall, django, freeWindow, launch, listPools, me, passwordOf, screenshot, sentMail, seriousViolations, signIn,
-  wallTime,
+  randomMorning, wallTime,
 } from './support.mjs'
 
 /** WCAG contrast ratio of two computed CSS colours (`rgb(…)`/`rgba(…)`, opaque ones). */
@@ -284,7 +284,9 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     const alice = await signIn(browser, 'alice')
     const { timezone } = await me(alice.context)
     const pool = (await listPools(alice.context)).find((p) => p.capacity === 1 && !p.requires_approval)
-    const window = await freeWindow(alice.context, pool, 60)
+    // A morning in alice's zone: the booking and its changeover stay inside one day view (a
+    // booking ending at midnight has its changeover on the next day's page).
+    const window = await freeWindow(alice.context, pool, 60, randomMorning(timezone))
     const end = Date.parse(window.start) + 3_600_000
     const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
       pool: pool.id, start: window.start, end: new Date(end).toISOString(), purpose: 'e2e changeover',

@@ -107,15 +107,26 @@ export async function listPools(context) {
 }
 
 /** The next free window of `minutes` in `pool`, searching from a random day 2–20 days ahead. */
-export async function freeWindow(context, pool, minutes) {
-  const day = 2 + Math.floor(Math.random() * 18)
-  const from = new Date(Date.now() + day * 86_400_000)
-  from.setUTCMinutes(0, 0, 0)
+export async function freeWindow(context, pool, minutes, from = randomFutureHour()) {
   const to = new Date(from.getTime() + 5 * 86_400_000)
   const q = new URLSearchParams({ start: from.toISOString(), end: to.toISOString(), duration_minutes: String(minutes) })
   const { body } = await apiCall(context, 'GET', `/api/v1/pools/${pool.id}/availability/?${q}`)
   if (!body.next_free?.length) throw new Error(`no free window in pool ${pool.name}`)
   return body.next_free[0]
+}
+
+function randomFutureHour() {
+  const from = new Date(Date.now() + (2 + Math.floor(Math.random() * 18)) * 86_400_000)
+  from.setUTCMinutes(0, 0, 0)
+  return from
+}
+
+/** 10:00 in `timeZone` on a random day 2–19 days ahead. */
+export function randomMorning(timeZone) {
+  const day = new Date(Date.now() + (2 + Math.floor(Math.random() * 18)) * 86_400_000)
+  day.setUTCHours(10, 0, 0, 0)
+  const offset = Date.parse(`${wallTime(day.toISOString(), timeZone)}:00Z`) - day.getTime()
+  return new Date(day.getTime() - offset)
 }
 
 /** `YYYY-MM-DDTHH:mm` of `iso` in `timeZone`, as typed into a datetime-local field. */
