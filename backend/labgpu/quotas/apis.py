@@ -42,7 +42,10 @@ class QuotaViewSet(
 
     def _with_usage(self, quota: Quota) -> Quota:
         usage = quota_usage(
-            lab_id=quota.lab_id, instance_type_id=quota.instance_type_id, month=quota.month
+            lab_id=quota.lab_id,
+            instance_type_id=quota.instance_type_id,
+            month=quota.month,
+            quota=quota,
         )
         quota.used_gpu_hours = usage.used
         quota.committed_gpu_hours = usage.committed

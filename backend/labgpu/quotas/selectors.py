@@ -113,7 +113,7 @@ def quota_usage(
                 pool__instance_type_id=instance_type_id,
             )
             .exclude(pk=exclude_booking_id)
-            .only("start", "end", "status", "consumed_gpu_hours")
+            .only("start", "end", "status", "gpu_count", "consumed_gpu_hours")
         )
         for booking in metered_rows:
             used += booking_gpu_hours_in(booking, month_begin, month_end)

@@ -138,3 +138,25 @@ def test_quota_usage_counts_only_the_hours_inside_the_month(vision_lab, alice, p
     )
     assert usage.committed == Decimal("5.00")
     assert usage.used == Decimal("0.00")
+
+
+def test_metered_usage_is_read_in_a_fixed_number_of_statements(
+    pool, vision_lab, instance_type, django_assert_max_num_queries
+):
+    """The month's metered bookings are apportioned from one read, whatever their number: each
+    needs its GPU count too (a deferred field read per booking made the quotas page slow)."""
+    start = datetime(2030, 1, 1, 10, tzinfo=UTC)
+    for day in range(6):
+        BookingFactory(
+            lab=vision_lab,
+            pool=pool,
+            start=start + timedelta(days=day),
+            gpu_count=2,
+            status=Booking.Status.COMPLETED,
+            consumed_gpu_hours=Decimal("1.50"),
+        )
+    with django_assert_max_num_queries(3):
+        usage = quota_usage(
+            lab_id=vision_lab.pk, instance_type_id=instance_type.pk, month=date(2030, 1, 1)
+        )
+    assert usage.used == Decimal("9.00")
