@@ -228,3 +228,83 @@ function nextDay(day: string): string {
 function minutesOf(wall: string): number {
   return Number(wall.slice(11, 13)) * 60 + Number(wall.slice(14, 16))
 }
+
+/** The pool's rules a free window must keep to be bookable (minutes, as the pool states them). */
+export interface FreeWindowRules {
+  capacity: number
+  granularity: number
+  minDuration: number
+  maxDuration: number
+  lead: number
+  grace: number
+}
+
+/** A period a keyboard user may book as it stands: `free` nodes stay free over all of it. */
+export interface FreeWindow {
+  start: string
+  end: string
+  free: number
+}
+
+/**
+ * The free windows of a pool between `from` and `to` (instants), from the same busy blocks,
+ * blackouts and changeover the calendar draws, each one the server takes as it stands:
+ * on the pool's grid, within its min/max duration, clear of every blackout, and with fewer than
+ * `capacity` bookings whose reserved period meets the window's own [start - lead, end + grace).
+ * Counting every booking that meets the window (not the peak at one instant) is deliberate: the
+ * server holds each booking in one fixed slot over its whole period, so only "fewer bookings than
+ * nodes touch it" guarantees one slot is free throughout, however the slots were handed out.
+ * A window starts at a grid point, keeps the number of free nodes it starts with, and ends at
+ * the first of: a change in that number (a booking starting or ending), the max duration, `to`, or the end of its wall-clock day
+ * in `timeZone` (one day per entry reads well in a list). At most `limit` windows.
+ */
+export function freeWindows(
+  busy: readonly Pick<BusyBlock, 'reserved_start' | 'reserved_end'>[],
+  blackouts: readonly Pick<Blackout, 'start' | 'end'>[],
+  rules: FreeWindowRules,
+  range: { from: Date | string; to: Date | string },
+  timeZone: string,
+  limit = 24,
+): FreeWindow[] {
+  const minute = 60_000
+  const grid = Math.max(1, rules.granularity) * minute
+  const shortest = Math.max(grid, Math.ceil(rules.minDuration / rules.granularity) * grid)
+  const longest = Math.floor(rules.maxDuration / rules.granularity) * grid
+  const from = Math.ceil(new Date(range.from).getTime() / grid) * grid
+  const to = new Date(range.to).getTime()
+  const held = busy.map((b) => [Date.parse(b.reserved_start), Date.parse(b.reserved_end)] as const)
+  const closed = blackouts.map((b) => [Date.parse(b.start), Date.parse(b.end)] as const)
+  const taken = (s: number, e: number) => {
+    const rs = s - rules.lead * minute
+    const re = e + rules.grace * minute
+    return held.filter(([bs, be]) => bs < re && be > rs).length
+  }
+  const blocked = (s: number, e: number) => closed.some(([bs, be]) => bs < e && be > s)
+  const day = (t: number) => toCalendarString(new Date(t), timeZone).slice(0, 10)
+
+  const windows: FreeWindow[] = []
+  if (longest < shortest) return windows
+  let start = from
+  while (start + shortest <= to && windows.length < limit) {
+    let end = start + shortest
+    const used = taken(start, end)
+    if (used >= rules.capacity || blocked(start, end) || day(start) !== day(end - 1)) {
+      start += grid
+      continue
+    }
+    while (
+      end + grid <= to &&
+      end + grid - start <= longest &&
+      day(end + grid - 1) === day(start) &&
+      !blocked(start, end + grid) &&
+      taken(start, end + grid) === used &&
+      // Where a booking ends, so does the window: the next one then shows the nodes it frees.
+      taken(end, end + grid) >= used
+    ) {
+      end += grid
+    }
+    windows.push({ start: new Date(start).toISOString(), end: new Date(end).toISOString(), free: rules.capacity - used })
+    start = end
+  }
+  return windows
+}

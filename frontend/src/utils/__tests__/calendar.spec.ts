@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 
 import type { Blackout, BusyBlock } from '@/api/types'
-import { assignLanes, laneCountFor, laneResources, monthSummaryEvents, toCalendarEvents } from '../calendar'
+import { assignLanes, freeWindows, laneCountFor, laneResources, monthSummaryEvents, toCalendarEvents } from '../calendar'
 
 const labels = { mine: 'Mine', busy: 'Busy', blackout: 'Maintenance', lane: (n: number) => `Node ${n}` }
 
@@ -109,5 +109,68 @@ describe('changeover (issue 14 bug 10)', () => {
     const a = block('2026-12-01T10:00:00Z', '2026-12-01T11:00:00Z', { reserved_end: '2026-12-01T11:05:00Z' })
     const b = block('2026-12-01T11:00:00Z', '2026-12-01T12:00:00Z')
     expect(laneCountFor([a, b], 1)).toBe(2)
+  })
+})
+
+describe('free windows a keyboard user may book', () => {
+  const rules = { capacity: 2, granularity: 60, minDuration: 60, maxDuration: 8 * 60, lead: 0, grace: 0 }
+  const day = { from: '2026-12-01T00:00:00Z', to: '2026-12-02T00:00:00Z' }
+  const reserved = (start: string, end: string) => ({ reserved_start: start, reserved_end: end })
+
+  it('offers an empty day in max-duration pieces with every node free', () => {
+    expect(freeWindows([], [], rules, day, 'UTC')).toEqual([
+      { start: '2026-12-01T00:00:00.000Z', end: '2026-12-01T08:00:00.000Z', free: 2 },
+      { start: '2026-12-01T08:00:00.000Z', end: '2026-12-01T16:00:00.000Z', free: 2 },
+      { start: '2026-12-01T16:00:00.000Z', end: '2026-12-02T00:00:00.000Z', free: 2 },
+    ])
+  })
+
+  it('never offers a period where every node is held, and says how many nodes stay free', () => {
+    const busy = [reserved('2026-12-01T02:00:00Z', '2026-12-01T04:00:00Z'), reserved('2026-12-01T03:00:00Z', '2026-12-01T05:00:00Z')]
+    const windows = freeWindows(busy, [], { ...rules, maxDuration: 24 * 60 }, day, 'UTC')
+    expect(windows).toEqual([
+      { start: '2026-12-01T00:00:00.000Z', end: '2026-12-01T02:00:00.000Z', free: 2 },
+      { start: '2026-12-01T02:00:00.000Z', end: '2026-12-01T03:00:00.000Z', free: 1 },
+      { start: '2026-12-01T04:00:00.000Z', end: '2026-12-01T05:00:00.000Z', free: 1 },
+      { start: '2026-12-01T05:00:00.000Z', end: '2026-12-02T00:00:00.000Z', free: 2 },
+    ])
+  })
+
+  it('counts every booking the window meets, so a node is free over all of it whatever its slot', () => {
+    // Two short bookings one after the other: never two at once, but both meet 02:00–06:00.
+    const busy = [reserved('2026-12-01T02:00:00Z', '2026-12-01T03:00:00Z'), reserved('2026-12-01T05:00:00Z', '2026-12-01T06:00:00Z')]
+    const windows = freeWindows(busy, [], { ...rules, capacity: 1, maxDuration: 24 * 60 }, day, 'UTC')
+    expect(windows.map((w) => [w.start.slice(11, 16), w.end.slice(11, 16)])).toEqual([
+      ['00:00', '02:00'],
+      ['03:00', '05:00'],
+      ['06:00', '00:00'],
+    ])
+  })
+
+  it('keeps the changeover: a new booking’s setup and teardown may not meet another’s reserved period', () => {
+    const busy = [reserved('2026-12-01T04:00:00Z', '2026-12-01T06:00:00Z')]
+    const windows = freeWindows(busy, [], { ...rules, capacity: 1, lead: 30, grace: 60, maxDuration: 24 * 60 }, day, 'UTC')
+    // Ending at 03:00 leaves its teardown until 04:00; starting at 07:00 puts its setup after 06:00.
+    expect(windows.map((w) => [w.start.slice(11, 16), w.end.slice(11, 16)])).toEqual([
+      ['00:00', '03:00'],
+      ['07:00', '00:00'],
+    ])
+  })
+
+  it('never meets a blackout, starts on the grid after `from`, and lasts at least the minimum', () => {
+    const blackouts = [{ start: '2026-12-01T10:30:00Z', end: '2026-12-01T12:00:00Z' }]
+    const windows = freeWindows([], blackouts, { ...rules, minDuration: 120, maxDuration: 24 * 60 }, { from: '2026-12-01T07:10:00Z', to: day.to }, 'UTC')
+    expect(windows).toEqual([
+      { start: '2026-12-01T08:00:00.000Z', end: '2026-12-01T10:00:00.000Z', free: 2 },
+      { start: '2026-12-01T12:00:00.000Z', end: '2026-12-02T00:00:00.000Z', free: 2 },
+    ])
+  })
+
+  it('ends each window at midnight of the user’s zone', () => {
+    const windows = freeWindows([], [], { ...rules, maxDuration: 48 * 60 }, day, 'Asia/Shanghai')
+    expect(windows.map((w) => [w.start, w.end])).toEqual([
+      ['2026-12-01T00:00:00.000Z', '2026-12-01T16:00:00.000Z'],
+      ['2026-12-01T16:00:00.000Z', '2026-12-02T00:00:00.000Z'],
+    ])
   })
 })
