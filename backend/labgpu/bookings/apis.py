@@ -33,6 +33,7 @@ from labgpu.bookings.serializers import (
     BlackoutCreatedSerializer,
     BookingCreateSerializer,
     BookingExtendSerializer,
+    BookingMoveSerializer,
     BookingSerializer,
     BulkDecisionResultSerializer,
     BulkDecisionSerializer,
@@ -47,7 +48,7 @@ from labgpu.catalog.selectors import pools_visible_to
 from labgpu.catalog.serializers import BlackoutSerializer
 from labgpu.core.errors import ApplicationError
 
-BOOK_ACTIONS = {"create", "cancel", "extend"}
+BOOK_ACTIONS = {"create", "cancel", "extend", "move"}
 
 
 class BookingViewSet(
@@ -136,6 +137,12 @@ class BookingViewSet(
     @action(detail=True, methods=["post"])
     def extend(self, request: Request, pk: str) -> Response:
         return self._act(request, BookingExtendSerializer, services.booking_extend)
+
+    @extend_schema(request=BookingMoveSerializer, responses=BookingSerializer)
+    @action(detail=True, methods=["post"])
+    def move(self, request: Request, pk: str) -> Response:
+        """Move a booking not yet started to a new [start, end) in its pool (every rule again)."""
+        return self._act(request, BookingMoveSerializer, services.booking_move)
 
     @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])

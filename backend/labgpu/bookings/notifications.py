@@ -194,6 +194,25 @@ def booking_blackout_clash(booking: Booking, *, blackout) -> None:  # type: igno
     _send(user, subject, body, booking)
 
 
+def booking_moved(booking: Booking, *, old_start: datetime, old_end: datetime) -> None:
+    """Someone else (a lab or site admin, e.g. around maintenance) moved the booking."""
+    user = booking.user
+    with translation.override(user.language):
+        subject = _("Booking #%(id)s was moved") % {"id": booking.pk}
+        body = _(
+            "Your booking in %(pool)s was moved from %(old_start)s – %(old_end)s "
+            "to %(start)s – %(end)s."
+        ) % {
+            "pool": booking.pool.name,
+            "old_start": local_time(old_start, user),
+            "old_end": local_time(old_end, user),
+            "start": local_time(booking.start, user),
+            "end": local_time(booking.end, user),
+        }
+        body = _with_link(body, booking)
+    _send(user, subject, body, booking)
+
+
 def notification_mark_read(  # type: ignore[no-untyped-def]
     *, user, notification_id: int | None = None
 ) -> int:

@@ -103,6 +103,11 @@ class BookingExtendSerializer(serializers.Serializer):
     end = AwareDateTimeField()
 
 
+class BookingMoveSerializer(serializers.Serializer):
+    start = AwareDateTimeField()
+    end = AwareDateTimeField()
+
+
 class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="")
 

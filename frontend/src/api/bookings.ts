@@ -35,6 +35,10 @@ export function extendBooking(id: number, end: string): Promise<Booking> {
   return unwrap(api.POST('/api/v1/bookings/{id}/extend/', { params: { path: { id } }, body: { end } }))
 }
 
+export function moveBooking(id: number, window: { start: string; end: string }): Promise<Booking> {
+  return unwrap(api.POST('/api/v1/bookings/{id}/move/', { params: { path: { id } }, body: window }))
+}
+
 export function approveBooking(id: number, reason = ''): Promise<Booking> {
   return unwrap(api.POST('/api/v1/bookings/{id}/approve/', { params: { path: { id } }, body: { reason } }))
 }

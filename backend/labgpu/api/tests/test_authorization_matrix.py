@@ -114,6 +114,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "POST /api/v1/bookings/{id}/approve/": ("deny", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/cancel/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/extend/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/{id}/move/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/reject/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/feeds/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/nodes/{id}/deep-check/": ("deny", "deny", "deny", "ok", "auth", "auth"),

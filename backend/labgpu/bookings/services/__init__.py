@@ -3,7 +3,7 @@
 - `snapshot.py` — what the rules read, loaded under the pool (and quota) locks;
 - `rules.py` — every booking rule, written once, used by create and extend;
 - `slots.py` — capacity: slot choice, repacking, next free windows on a full pool;
-- `changes.py` — create, extend, cancel; `decisions.py` — approve, reject, expire;
+- `changes.py` — create, extend, move, cancel; `decisions.py` — approve, reject, expire;
 - `idempotency.py`, `quota_alerts.py`.
 
 Other apps import from here (`labgpu.bookings.services`), not from the modules.
@@ -16,6 +16,7 @@ from labgpu.bookings.services.changes import (
     booking_cancel,
     booking_create,
     booking_extend,
+    booking_move,
 )
 from labgpu.bookings.services.decisions import (
     booking_approve,
@@ -37,6 +38,7 @@ __all__ = [
     "booking_create",
     "booking_expire",
     "booking_extend",
+    "booking_move",
     "booking_reject",
     "bookings_decide",
     "bookings_expire_stale_pending",

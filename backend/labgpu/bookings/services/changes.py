@@ -1,6 +1,6 @@
-"""Create, extend and cancel bookings. Every rule is checked (rules.py) over a snapshot loaded under
-the pool lock (snapshot.py), inside the transaction that writes; the booking, its audit entry and
-its idempotency key commit together."""
+"""Create, extend, move and cancel bookings. Every rule is checked (rules.py) over a snapshot loaded
+under the pool lock (snapshot.py), inside the transaction that writes; the booking, its audit entry
+and its idempotency key commit together."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.selectors import is_lab_admin
 from labgpu.audit.services import audit_record
+from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking, IdempotencyKey
 from labgpu.bookings.selectors import booking_changeable_by
 from labgpu.bookings.services.idempotency import idempotent_replay
@@ -33,8 +34,9 @@ START_BOOKING_TASK = "labgpu.provisioning.tasks.start_booking"
 WIND_DOWN_TASK = "labgpu.provisioning.tasks.wind_down_booking"
 Status = Booking.Status
 EXTENDABLE = (Status.PENDING, Status.SCHEDULED, Status.PROVISIONING, Status.READY)
+MOVABLE = (Status.PENDING, Status.SCHEDULED)  # not started: no node holds the old times yet
 # Columns a booking's row lock re-reads: what a parallel writer may have changed.
-LOCKED_FIELDS = ["status", "end", "pending_end", "reserved_start", "reserved_end", "slot"]
+LOCKED_FIELDS = ["status", "start", "end", "pending_end", "reserved_start", "reserved_end", "slot"]
 
 
 def booking_create(
@@ -260,6 +262,77 @@ def booking_extend(*, actor: User, booking: Booking, end: datetime) -> Booking:
             transaction.on_commit(lambda: quota_alerts_send(booking=booking))
     booking.save(update_fields=["end", "pending_end", "reserved_end", "slot", "updated_at"])
     audit_record(actor=actor, action=action, target=booking, lab=booking.lab, data=data)
+    return booking
+
+
+@transaction.atomic
+def booking_move(*, actor: User, booking: Booking, start: datetime, end: datetime) -> Booking:
+    """Move a booking not yet started to [start, end) in its pool, through every booking rule
+    (the booking itself excluded: it does not clash with its old times).
+
+    In a pool that requires approval the booking is (again) pending unless the mover may approve
+    it; a pending one stays pending. Its owner is told when someone else moved it.
+    """
+    if not booking_changeable_by(actor, booking):
+        raise NotPermitted("You cannot move this booking.", code="not_your_booking")
+    pool = pool_lock(booking.pool_id, lab_id=booking.lab_id)
+    booking_lock(booking)
+    if booking.status not in MOVABLE:
+        raise Conflict(f"A {booking.status} booking cannot be moved.", code="invalid_status")
+    if booking.pending_end is not None:
+        raise Conflict(
+            "This booking has an extension waiting for approval: decide it first.",
+            code="extension_pending",
+        )
+    membership = Membership.objects.filter(user_id=booking.user_id, lab_id=booking.lab_id).first()
+    ask = Ask(
+        user=booking.user,
+        lab=booking.lab,
+        membership=membership,
+        start=start,
+        end=end,
+        on_demand=False,
+        moment=now(),
+        booking=booking,
+        move=True,
+    )
+    snap = snapshot_load(ask, pool)
+    check_all(ask, snap)
+    old_start, old_end = booking.start, booking.end
+    if (
+        booking.status == Status.SCHEDULED
+        and needs_approval(ask, snap)
+        and not may_decide(actor, booking)
+    ):
+        # New times are a new request: whoever approved the old ones has not seen these.
+        transition(
+            Booking, pk=booking.pk, from_statuses=[Status.SCHEDULED], to_status=Status.PENDING
+        )
+        booking.refresh_from_db(fields=["status", "status_changed_at"])
+    booking.start, booking.end = start, end
+    booking.reserved_start, booking.reserved_end = snap.reserved
+    booking.slot = place(pool, snap.taken, snap.reserved, exclude_id=booking.pk)
+    booking.save(
+        update_fields=["start", "end", "reserved_start", "reserved_end", "slot", "updated_at"]
+    )
+    if crosses_quota_alert(ask, snap):
+        transaction.on_commit(lambda: quota_alerts_send(booking=booking))
+    audit_record(
+        actor=actor,
+        action="booking.move",
+        target=booking,
+        lab=booking.lab,
+        data={
+            "from": {"start": old_start.isoformat(), "end": old_end.isoformat()},
+            "to": {"start": start.isoformat(), "end": end.isoformat()},
+            "status": booking.status,
+        },
+    )
+    if booking.user_id != actor.pk:
+        transaction.on_commit(
+            lambda: notifications.booking_moved(booking, old_start=old_start, old_end=old_end)
+        )
+    _start_if_due(booking)
     return booking
 
 

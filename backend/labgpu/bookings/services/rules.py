@@ -29,7 +29,7 @@ QUOTA_ALERTS = (80, 100)  # percent of a month's quota at which the lab's admins
 
 
 def check_extends_later(ask: Ask, snap: BookingSnapshot) -> None:
-    if ask.booking is not None and ask.end <= ask.booking.end:
+    if ask.extension and ask.end <= ask.booking.end:  # type: ignore[union-attr]
         raise ApplicationError(
             "The new end must be later than the current one.", code="end_not_later", field="end"
         )
@@ -64,9 +64,9 @@ def _hours(minutes: int) -> str:
 
 def check_times(ask: Ask, snap: BookingSnapshot) -> None:
     """The pool's time rules. An on-demand booking starts now, and an extension keeps its start:
-    neither start is checked against the past or the grid."""
+    neither start is checked against the past or the grid (a moved booking's new start is)."""
     pool, start, end = snap.pool, ask.start, ask.end
-    start_is_given = not ask.on_demand and ask.booking is None
+    start_is_given = not ask.on_demand and not ask.extension
     grid = pool.granularity_minutes
     if end <= start:
         raise ApplicationError(
@@ -180,8 +180,11 @@ def check_capacity(ask: Ask, snap: BookingSnapshot) -> None:
     """A node of the pool is free over the whole reserved period (I-1; slots.py places it)."""
     if fits(snap.pool.capacity, snap.taken, snap.reserved):
         return
-    if ask.booking is None:
-        raise pool_full(snap.pool, duration=ask.end - ask.start, after=ask.start)
+    if not ask.extension:
+        raise pool_full(
+            snap.pool, duration=ask.end - ask.start, after=ask.start, exclude_id=ask.exclude_id
+        )
+    assert ask.booking is not None
     old_end = ask.booking.end
     raise pool_full(
         snap.pool,

@@ -53,7 +53,8 @@ FOR UPDATE
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """What is asked: a new booking, or an existing one (`booking`) with a later end."""
+    """What is asked: a new booking, an existing one (`booking`) with a later end, or an existing
+    one not yet started moved to a new [start, end) (`booking` and `move`)."""
 
     user: User
     lab: Lab
@@ -63,6 +64,11 @@ class Ask:
     on_demand: bool
     moment: datetime
     booking: Booking | None = None
+    move: bool = False
+
+    @property
+    def extension(self) -> bool:
+        return self.booking is not None and not self.move
 
     @property
     def exclude_id(self) -> int | None:
@@ -144,9 +150,10 @@ def pool_lock(pool_id: int, *, lab_id: int | None = None) -> NodePool:
 
 def reserved_period(pool: NodePool, ask: Ask) -> Period:
     """[start - provisioning lead, end + teardown grace); no lead on demand, none either for an
-    extension (the booking keeps the reserved start it has)."""
+    extension (the booking keeps the reserved start it has; a moved one gets a new one)."""
     grace = timedelta(minutes=pool.teardown_grace_minutes)
-    if ask.booking is not None:
+    if ask.extension:
+        assert ask.booking is not None
         return ask.booking.reserved_start, ask.end + grace
     lead = timedelta(0) if ask.on_demand else timedelta(minutes=pool.provisioning_lead_minutes)
     return ask.start - lead, ask.end + grace

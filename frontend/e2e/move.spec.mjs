@@ -1,0 +1,76 @@
+// Issue 14 (admin): a blackout's clashes can be moved, not only cancelled. The site admin moves
+// alice's booking to the next free window the page offers; the API, the audit log and the
+// blackout's clash list say so.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+
+import { apiCall, freeWindow, launch, listPools, me, signIn, wallTime } from './support.mjs'
+
+describe('moving a booking out of a blackout (issue 14)', () => {
+  let browser
+  const cleanup = []
+  before(async () => {
+    browser = await launch()
+  })
+  after(async () => {
+    for (const fn of cleanup) await fn().catch(() => {})
+    await browser?.close()
+  })
+
+  it('a site admin moves a clashing booking to the offered free window after the blackout', async () => {
+    const alice = await signIn(browser, 'alice')
+    const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)
+    const window = await freeWindow(alice.context, pool, 120)
+    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
+      pool: pool.id, start: window.start, end: window.end, purpose: 'e2e to be moved',
+    })
+    assert.equal(booked.status, 201, JSON.stringify(booked.body))
+    const id = booked.body.id
+    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    const reason = `e2e move ${Date.now()}`
+
+    const carol = await signIn(browser, 'carol')
+    const carolZone = (await me(carol.context)).timezone
+    const page = carol.page
+    const blackoutEnd = new Date(Date.parse(window.start) + 3_600_000).toISOString()
+    await page.goto('/blackouts')
+    await page.selectOption('#blackout-pool', String(pool.id))
+    await page.fill('#blackout-start', wallTime(new Date(Date.parse(window.start) - 3_600_000).toISOString(), carolZone))
+    await page.fill('#blackout-end', wallTime(blackoutEnd, carolZone))
+    await page.fill('#blackout-reason', reason)
+    await page.click('[data-testid=blackout-submit]')
+    const clash = page.locator(`[data-testid=blackout-clashes] tr[data-booking-id="${id}"]`)
+    await clash.waitFor()
+    const blackout = (await apiCall(carol.context, 'GET', `/api/v1/blackouts/?pool=${pool.id}&page_size=100`)).body.results
+      .find((b) => b.reason === reason)
+    assert.ok(blackout, 'the blackout was created')
+    cleanup.push(() => apiCall(carol.context, 'DELETE', `/api/v1/blackouts/${blackout.id}/`))
+
+    // What the page should offer: the pool's next free two hours after the blackout.
+    const minutes = 120
+    const availability = await apiCall(carol.context, 'GET',
+      `/api/v1/pools/${pool.id}/availability/?start=${encodeURIComponent(blackout.end)}` +
+      `&end=${encodeURIComponent(new Date(Date.parse(blackout.end) + minutes * 60_000).toISOString())}&duration_minutes=${minutes}`)
+    assert.equal(availability.status, 200, JSON.stringify(availability.body))
+    const offered = availability.body.next_free[0]
+    assert.ok(offered, 'a free window after the blackout')
+    assert.ok(Date.parse(offered.start) >= Date.parse(blackout.end))
+
+    await clash.locator('[data-testid=blackout-move-booking]').click()
+    const dialog = page.locator('[data-app-confirm]')
+    await dialog.waitFor()
+    assert.match(await dialog.textContent(), new RegExp(`#${id}`))
+    await dialog.locator('[data-testid=confirm-ok]').click()
+    await page.getByText(`Booking #${id} moved.`).waitFor()
+
+    const moved = (await apiCall(alice.context, 'GET', `/api/v1/bookings/${id}/`)).body
+    assert.equal(Date.parse(moved.start), Date.parse(offered.start))
+    assert.equal(Date.parse(moved.end), Date.parse(offered.end))
+    assert.equal(Date.parse(moved.end) - Date.parse(moved.start), Date.parse(window.end) - Date.parse(window.start))
+    const audit = (await apiCall(carol.context, 'GET', `/api/v1/audit/?action=booking.move&target_id=${id}`)).body
+    assert.equal((audit.results ?? audit).length, 1)
+    const clashes = (await apiCall(carol.context, 'GET', `/api/v1/blackouts/${blackout.id}/clashes/`)).body
+    assert.ok(!clashes.some((c) => c.id === id), 'the blackout no longer lists it')
+    await page.locator(`[data-testid=blackout-clashes] tr[data-booking-id="${id}"]`).waitFor({ state: 'detached' })
+  })
+})
