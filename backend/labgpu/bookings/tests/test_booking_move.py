@@ -135,3 +135,46 @@ def test_a_started_booking_cannot_be_moved(
     assert response.status_code == 409, response.content
     assert response.json()["code"] == "invalid_status"
     assert times(booking) == before
+
+
+def test_a_booking_moves_into_its_own_old_time_when_the_other_node_is_taken(
+    as_alice, alice, mallory, vision_lab, other_lab, pool, quotas, tomorrow
+):
+    # Both nodes are busy over [tomorrow, +2h): only alice's own booking holds the second one, so
+    # the move fits only if the booking is excluded from its own capacity check.
+    booking = booking_at(alice, vision_lab, pool, tomorrow, slot=0)
+    booking_at(mallory, other_lab, pool, tomorrow - timedelta(hours=2), hours=6, slot=1)
+
+    response = move(as_alice, booking, tomorrow + timedelta(hours=1), tomorrow + timedelta(hours=2))
+
+    assert response.status_code == 200, response.content
+    booking.refresh_from_db()
+    assert (booking.start, booking.slot) == (tomorrow + timedelta(hours=1), 0)
+
+
+def test_an_owner_moving_an_approved_booking_in_an_approval_pool_asks_again(
+    as_alice, alice, vision_lab, pool, quotas, tomorrow
+):
+    pool.requires_approval = True
+    pool.save(update_fields=["requires_approval"])
+    booking = booking_at(alice, vision_lab, pool, tomorrow)
+
+    response = move(as_alice, booking, tomorrow + timedelta(hours=4), tomorrow + timedelta(hours=6))
+
+    assert response.status_code == 200, response.content
+    booking.refresh_from_db()
+    assert booking.status == "pending"
+
+
+def test_a_lab_admin_moving_an_approved_booking_in_an_approval_pool_keeps_it_approved(
+    as_bob, alice, vision_lab, pool, quotas, tomorrow
+):
+    pool.requires_approval = True
+    pool.save(update_fields=["requires_approval"])
+    booking = booking_at(alice, vision_lab, pool, tomorrow)
+
+    response = move(as_bob, booking, tomorrow + timedelta(hours=4), tomorrow + timedelta(hours=6))
+
+    assert response.status_code == 200, response.content
+    booking.refresh_from_db()
+    assert booking.status == "scheduled"
