@@ -88,7 +88,7 @@ def test_booking_becomes_a_checked_node_and_is_torn_down_and_metered(lifecycle, 
     assert_booking_billed_from_ledger(booking_id, ledger)
     assert booking.consumed_gpu_hours == usage.gpu_hours > 0
     assert booking.actual_cost == usage.cost
-    assert "is ready" in lifecycle.mails()
+    wait_for(lambda: "is ready" in lifecycle.mails(), timeout_s=30, message="the e-mail")
 
 
 def complete_and_check(world, alice, booking_id: int) -> Booking:
@@ -202,7 +202,7 @@ def test_I5_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycl
         message="the failed booking metered",
     )
     assert_booking_billed_from_ledger(booking_id, ledger)
-    assert "failed" in lifecycle.mails()
+    wait_for(lambda: "failed" in lifecycle.mails(), timeout_s=30, message="the e-mail")
 
 
 def test_I5_failing_health_report_replaces_once_then_fails_with_the_findings(lifecycle, alice):
