@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from labgpu_agent.profiles import PROFILES, InstanceProfile, UnknownProfile, get
 from labgpu_agent.report import build_report
 from labgpu_agent.smoke import SMOKE_NAMES, run_smoke
 from labgpu_agent.smoke.base import SmokeResult
+from labgpu_agent.usage import collect_usage_live, fixture_usage_from_env
 
 EXIT_BY_VERDICT = {"pass": 0, "warn": 1, "fail": 2}
 EXIT_USAGE = 64
@@ -270,12 +272,23 @@ def cmd_run(args: argparse.Namespace) -> int:
             deep=deep,
         )
 
+    if fixture is not None:
+        fixture_usage = fixture_usage_from_env(
+            facts_from_outputs(fixture.outputs),
+            seed=os.environ.get("LABGPU_EMULATOR_DROPLET_NAME", fixture.hostname),
+        )
+        if args.usage_control:
+            fixture_usage.control_file = Path(args.usage_control)
+        make_usage = fixture_usage.sample
+    else:
+        make_usage = collect_usage_live
     try:
         return run_agent(
             AgentClient(args.api),
             bootstrap_token=args.token,
             make_report=make_report,
             make_deep_report=lambda boot: make_report(boot, deep=True),
+            make_usage=make_usage,
             max_heartbeats=args.max_heartbeats,
         )
     except ApiError as exc:
@@ -334,6 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fixture-profile", help="replay recorded outputs (emulated cloud)")
     run.add_argument("--smoke", help="comma-separated smoke tests (default: all)")
     run.add_argument("--max-heartbeats", type=int, help="stop after N heartbeats (testing)")
+    run.add_argument(
+        "--usage-control",
+        help="fixture mode: a file whose first word (idle | busy) sets the reported utilisation "
+        "(default $LABGPU_USAGE_CONTROL, else $LABGPU_AGENT_STATE_DIR/usage)",
+    )
     run.set_defaults(func=cmd_run)
 
     sub.add_parser("fixtures", help="list the shipped fixture profiles").set_defaults(

@@ -111,11 +111,16 @@ class AgentClient:
     def send_report(self, token: str, report: dict[str, Any]) -> None:
         self._post(REPORTS_PATH, token, report, ok=(200, 201))
 
-    def heartbeat(self, token: str) -> str:
+    def heartbeat(self, token: str, usage: dict[str, Any] | None = None) -> str:
         """Return the API's action: "continue", "stop" (401/410 also mean stop) or "deep_check"
-        (a site admin asked for the vendor stress tools; the agent reports their result)."""
+        (a site admin asked for the vendor stress tools; the agent reports their result).
+
+        `usage` (labgpu_agent.usage) rides along: GPU utilisation, memory, power, sessions."""
+        body: dict[str, Any] = {"status": "alive"}
+        if usage is not None:
+            body["usage"] = usage
         try:
-            response = self._post(HEARTBEAT_PATH, token, {"status": "alive"}, ok=(200,))
+            response = self._post(HEARTBEAT_PATH, token, body, ok=(200,))
         except ApiError as exc:
             if exc.status in (401, 410):
                 return "stop"  # the booking ended and the token was revoked
@@ -130,6 +135,7 @@ def run_agent(
     bootstrap_token: str,
     make_report: Callable[[Bootstrap], dict[str, Any]],
     make_deep_report: Callable[[Bootstrap], dict[str, Any]] | None = None,
+    make_usage: Callable[[], dict[str, Any] | None] | None = None,
     max_heartbeats: int | None = None,
 ) -> int:
     """Bootstrap, send one report, then heartbeat until told to stop; a `deep_check` answer runs
@@ -141,7 +147,7 @@ def run_agent(
     while max_heartbeats is None or beats < max_heartbeats:
         client.sleep(boot.heartbeat_interval_s)
         beats += 1
-        action = client.heartbeat(boot.heartbeat_token)
+        action = client.heartbeat(boot.heartbeat_token, _usage_or_none(make_usage))
         if action == "stop":
             log.info("told to stop after %d heartbeats", beats)
             return 0
@@ -149,3 +155,14 @@ def run_agent(
             log.info("deep check requested")
             client.send_report(boot.heartbeat_token, make_deep_report(boot))
     return 0
+
+
+def _usage_or_none(make_usage: Callable[[], dict[str, Any] | None] | None) -> dict[str, Any] | None:
+    """Utilisation is a nice-to-have: a tool that breaks must not stop the heartbeat."""
+    if make_usage is None:
+        return None
+    try:
+        return make_usage()
+    except Exception:  # any failure means "no numbers this time"
+        log.exception("could not read utilisation; heartbeat sent without it")
+        return None
