@@ -300,6 +300,93 @@ class Emulator:
         self.store.save()
         return 201, {"ssh_key": key}
 
+    # -- volumes ------------------------------------------------------------------------------
+
+    async def _json(self, request: Request) -> Any:
+        try:
+            return await request.json()
+        except ValueError as exc:
+            raise ApiError(400, "bad_request", "The request body is not valid JSON.") from exc
+
+    def _volume(self, request: Request) -> dict[str, Any]:
+        return self.store.get_volume(str(request.path_params["volume_id"]))
+
+    def _volume_action_answer(self, action: dict[str, Any]) -> tuple[int, Any]:
+        self.store.save()
+        return 202, {"action": self.store.action_json(action)}
+
+    async def list_volumes(self, request: Request) -> tuple[int, Any]:
+        name, region = request.query_params.get("name"), request.query_params.get("region")
+        volumes = self.store.volume_listing(name=name, region=region)
+        extra = {k: v for k, v in (("name", name), ("region", region)) if v}
+        items = [self.store.volume_to_api(v) for v in volumes]
+        return 200, self.paginate(request, items, "volumes", extra)
+
+    async def create_volume(self, request: Request) -> tuple[int, Any]:
+        volume = self.store.create_volume(await self._json(request))
+        self.store.save()
+        logger.info("created volume %s (%s, %s)", volume["id"], volume["name"], volume["region"])
+        return 201, {"volume": self.store.volume_to_api(volume)}
+
+    async def delete_volume_by_name(self, request: Request) -> tuple[int, Any]:
+        name, region = request.query_params.get("name"), request.query_params.get("region")
+        if not region:
+            raise unprocessable("Deleting by name needs both name and region.")
+        self.store.delete_volume(self.store.find_volume_by_name(name, region))
+        self.store.save()
+        return 204, None
+
+    async def get_volume(self, request: Request) -> tuple[int, Any]:
+        return 200, {"volume": self.store.volume_to_api(self._volume(request))}
+
+    async def delete_volume(self, request: Request) -> tuple[int, Any]:
+        self.store.delete_volume(self._volume(request))
+        self.store.save()
+        return 204, None
+
+    async def volume_action_by_name(self, request: Request) -> tuple[int, Any]:
+        body = await self._json(request)
+        if not isinstance(body, dict):
+            raise ApiError(400, "bad_request", "The request body must be a JSON object.")
+        volume = self.store.find_volume_by_name(body.get("volume_name"), body.get("region"))
+        action = self.store.volume_action(
+            volume, body, delay_s=self.settings.volume_action_s, allowed=("attach", "detach")
+        )
+        return self._volume_action_answer(action)
+
+    async def volume_action_by_id(self, request: Request) -> tuple[int, Any]:
+        volume = self._volume(request)
+        action = self.store.volume_action(
+            volume, await self._json(request), delay_s=self.settings.volume_action_s
+        )
+        return self._volume_action_answer(action)
+
+    async def list_volume_actions(self, request: Request) -> tuple[int, Any]:
+        volume = self._volume(request)
+        now = time.time()
+        items = [self.store.action_json(a, now) for a in self.store.volume_actions(volume["id"])]
+        return 200, self.paginate(request, items, "actions", {})
+
+    async def get_volume_action(self, request: Request) -> tuple[int, Any]:
+        volume = self._volume(request)
+        try:
+            action = self.store.get_action(int(request.path_params["action_id"]))
+        except ValueError as exc:
+            raise not_found() from exc
+        if action.get("volume_id") != volume["id"]:
+            raise not_found()
+        return 200, {"action": self.store.action_json(action)}
+
+    async def list_volume_snapshots(self, request: Request) -> tuple[int, Any]:
+        volume = self._volume(request)
+        snapshots = [s for s in self.store.snapshots.values() if s["resource_id"] == volume["id"]]
+        return 200, self.paginate(request, snapshots, "snapshots", {})
+
+    async def create_volume_snapshot(self, request: Request) -> tuple[int, Any]:
+        snapshot = self.store.create_snapshot(self._volume(request), await self._json(request))
+        self.store.save()
+        return 201, {"snapshot": snapshot}
+
     async def get_account(self, request: Request) -> tuple[int, Any]:
         return 200, {
             "account": {
@@ -446,6 +533,14 @@ class Emulator:
             "droplets": droplets,
             "ssh_keys": sorted(self.store.ssh_keys.values(), key=lambda k: int(k["id"])),
             "ledger": sorted(self.store.ledger.values(), key=lambda e: e["id"]),
+            "volumes": [
+                self.store.volume_to_api(v)
+                for v in self.store.volume_listing(name=None, region=None)
+            ],
+            "snapshots": list(self.store.snapshots.values()),
+            "volume_ledger": sorted(
+                self.store.volume_ledger.values(), key=lambda e: (e["created_at"], e["id"])
+            ),
         }
 
 
@@ -495,6 +590,28 @@ def create_app(settings: EmulatorSettings) -> Starlette:
         if request.method == "DELETE":
             return await emu._api(request, "droplets_destroy", emu.delete_droplet)
         return await emu._api(request, "droplets_get", emu.get_droplet)
+
+    async def volumes_collection(request: Request) -> Response:
+        if request.method == "POST":
+            return await emu._api(request, "volumes_create", emu.create_volume)
+        if request.method == "DELETE":
+            return await emu._api(request, "volumes_delete_byName", emu.delete_volume_by_name)
+        return await emu._api(request, "volumes_list", emu.list_volumes)
+
+    async def volume_item(request: Request) -> Response:
+        if request.method == "DELETE":
+            return await emu._api(request, "volumes_delete", emu.delete_volume)
+        return await emu._api(request, "volumes_get", emu.get_volume)
+
+    async def volume_actions(request: Request) -> Response:
+        if request.method == "POST":
+            return await emu._api(request, "volumeActions_post_byId", emu.volume_action_by_id)
+        return await emu._api(request, "volumeActions_list", emu.list_volume_actions)
+
+    async def volume_snapshots(request: Request) -> Response:
+        if request.method == "POST":
+            return await emu._api(request, "volumeSnapshots_create", emu.create_volume_snapshot)
+        return await emu._api(request, "volumeSnapshots_list", emu.list_volume_snapshots)
 
     async def v2_not_found(request: Request) -> Response:
         async def handler(_: Request) -> tuple[int, Any]:
@@ -580,6 +697,17 @@ def create_app(settings: EmulatorSettings) -> Starlette:
         emu.tick()
         return JSONResponse({"ok": True, "id": droplet.id, "action": action})
 
+    async def seed_volume(request: Request) -> Response:
+        """Create a volume without the API (a volume someone made outside LabGPU)."""
+        try:
+            volume = emu.store.create_volume(await request.json())
+        except ApiError as exc:
+            return JSONResponse(exc.body(), status_code=exc.status)
+        except ValueError:
+            return JSONResponse({"id": "bad_request", "message": "invalid JSON"}, status_code=400)
+        emu.store.save()
+        return JSONResponse({"volume": emu.store.volume_to_api(volume)}, status_code=201)
+
     async def ssh_key_admin(request: Request) -> Response:
         """Register a key on the account without spending a request of the rate limit."""
         try:
@@ -627,6 +755,21 @@ def create_app(settings: EmulatorSettings) -> Starlette:
         Route("/v2/sizes", api("sizes_list", emu.list_sizes), methods=["GET"]),
         Route("/v2/regions", api("regions_list", emu.list_regions), methods=["GET"]),
         Route("/v2/account", api("account_get", emu.get_account), methods=["GET"]),
+        Route("/v2/volumes", volumes_collection, methods=["GET", "POST", "DELETE"]),
+        Route(
+            "/v2/volumes/actions",
+            api("volumeActions_post", emu.volume_action_by_name),
+            methods=["POST"],
+        ),
+        Route("/v2/volumes/{volume_id}", volume_item, methods=["GET", "DELETE"]),
+        Route("/v2/volumes/{volume_id}/actions", volume_actions, methods=["GET", "POST"]),
+        Route(
+            "/v2/volumes/{volume_id}/actions/{action_id}",
+            api("volumeActions_get", emu.get_volume_action),
+            methods=["GET"],
+        ),
+        Route("/v2/volumes/{volume_id}/snapshots", volume_snapshots, methods=["GET", "POST"]),
+        Route("/_emulator/volumes", seed_volume, methods=["POST"]),
         Route("/v2/{rest:path}", v2_not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
         Route("/_emulator/health", health, methods=["GET"]),
         Route("/_emulator/state", state, methods=["GET"]),

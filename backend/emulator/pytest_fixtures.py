@@ -19,6 +19,7 @@ from .testing import EmulatorHandle, start_emulator
 _RESTORED = (
     "boot_delay_s",
     "ip_delay_s",
+    "volume_action_s",
     "rate_limit",
     "rate_window_s",
     "rate_limit_hourly",

@@ -26,6 +26,9 @@ class EmulatorSettings:
     boot_delay_s: float = REALISTIC_BOOT_DELAY_S
     #: seconds from create until a public IPv4 appears (DigitalOcean assigns it while `new`)
     ip_delay_s: float = 1.0
+    #: seconds a volume attach/detach/resize action stays `in-progress` (the change itself
+    #: shows at once); DigitalOcean's take a few seconds
+    volume_action_s: float = 3.0
     #: per-token burst limit: `rate_limit` requests per `rate_window_s` (DigitalOcean: 250/min)
     rate_limit: int = 250
     rate_window_s: float = 60.0
@@ -92,6 +95,11 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
     p.add_argument(
         "--boot-delay", type=float, default=float(env("boot_delay_s", defaults.boot_delay_s))
     )
+    p.add_argument(
+        "--volume-action-delay",
+        type=float,
+        default=float(env("volume_action_s", defaults.volume_action_s)),
+    )
     p.add_argument("--ip-delay", type=float, default=float(env("ip_delay_s", defaults.ip_delay_s)))
     p.add_argument("--rate-limit", type=int, default=int(env("rate_limit", defaults.rate_limit)))
     p.add_argument(
@@ -137,6 +145,7 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
         state_file=Path(a.state_file) if a.state_file else None,
         boot_delay_s=a.boot_delay,
         ip_delay_s=a.ip_delay,
+        volume_action_s=a.volume_action_delay,
         rate_limit=a.rate_limit,
         rate_window_s=a.rate_window,
         rate_limit_hourly=a.rate_limit_hourly,

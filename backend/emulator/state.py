@@ -33,6 +33,13 @@ FIRST_DROPLET_ID = 500_000_001
 FIRST_KEY_ID = 41_000_001
 _NAME_RE = re.compile(r"^[a-zA-Z0-9]?[a-z0-9A-Z.\-]*[a-z0-9A-Z]$")
 _TAG_RE = re.compile(r"^[a-zA-Z0-9_\-:]{1,255}$")
+#: DigitalOcean's prose rule for volume names (schema `volume_base.name`; the schema itself has no
+#: pattern): lowercase letters, digits and "-", starting with a letter, at most 64 characters.
+_VOLUME_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+#: "Volumes may only be resized upwards. The maximum size for a volume is 16TiB."
+VOLUME_MAX_GB = 16384
+#: "up to fifteen volumes may be attached to a Droplet at a time"
+VOLUMES_PER_DROPLET = 15
 _TESTNETS = [ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")]
 
 
@@ -109,6 +116,9 @@ class Faults:
     #: gone gives it back; at 0 creates answer 422 and `GET /v2/sizes` leaves the region out.
     #: Absent = unlimited. Updates MERGE per size x region; null lifts a limit.
     stock: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: volume action types ("attach", "detach", "resize") whose actions from now on end
+    #: `errored` and change nothing (a detach that fails on the provider's side)
+    volume_action_errors: list[str] = field(default_factory=list)
 
     def update(self, changes: dict[str, Any]) -> None:
         known = {f.name for f in fields(self)}
@@ -126,7 +136,7 @@ class Faults:
                 value = None if value is None else float(value)
             elif key == "never_boot":
                 value = value if isinstance(value, bool) else [str(v) for v in value]
-            elif key in {"no_capacity_sizes", "not_enabled_sizes"}:
+            elif key in {"no_capacity_sizes", "not_enabled_sizes", "volume_action_errors"}:
                 value = [str(v) for v in value]
             elif key == "next":
                 value = [_check_rule(rule) for rule in value]
@@ -271,6 +281,13 @@ class Store:
         # The provider's own bill: every droplet ever created, when it started and stopped
         # existing. Tests check LabGPU's usage records against it (I-8), never against ours.
         self.ledger: dict[int, dict[str, Any]] = {}
+        #: volume id (uuid) -> {id, name, region, size_gigabytes, droplet_ids, …}
+        self.volumes: dict[str, dict[str, Any]] = {}
+        #: snapshot id (uuid) -> DigitalOcean's snapshot object
+        self.snapshots: dict[str, dict[str, Any]] = {}
+        #: every volume ever created, with its sizes over time: the bill storage metering is
+        #: checked against ({id, name, region, tags, sizes: [[since, gb]], created_at, deleted_at})
+        self.volume_ledger: dict[str, dict[str, Any]] = {}
         self.faults = Faults()
         self.next_id = FIRST_DROPLET_ID
         self.next_action_id = 900_000_001
@@ -296,6 +313,9 @@ class Store:
             self.droplets[droplet.id] = droplet
         self.actions = {int(a["id"]): dict(a) for a in data.get("actions", [])}
         self.ssh_keys = {int(k["id"]): dict(k) for k in data.get("ssh_keys", [])}
+        self.volumes = {v["id"]: dict(v) for v in data.get("volumes", [])}
+        self.snapshots = {v["id"]: dict(v) for v in data.get("snapshots", [])}
+        self.volume_ledger = dict(data.get("volume_ledger", {}))
         logger.info("loaded %d droplet(s) from %s", len(self.droplets), path)
 
     def save(self) -> None:
@@ -314,6 +334,9 @@ class Store:
             "actions": list(self.actions.values()),
             "ssh_keys": list(self.ssh_keys.values()),
             "ledger": self.ledger,
+            "volumes": list(self.volumes.values()),
+            "snapshots": list(self.snapshots.values()),
+            "volume_ledger": self.volume_ledger,
         }
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
         # write-then-rename so a crash never leaves a half-written state file
@@ -328,6 +351,9 @@ class Store:
         self.actions.clear()
         self.ssh_keys.clear()
         self.ledger.clear()
+        self.volumes.clear()
+        self.snapshots.clear()
+        self.volume_ledger.clear()
         self.faults = Faults()
         if stock:
             self.faults.update({"stock": stock})
@@ -424,7 +450,7 @@ class Store:
             "started_at": iso(action["started_at"]),
             "completed_at": iso(action["ends_at"]) if status != "in-progress" else None,
             "resource_id": action["droplet_id"],
-            "resource_type": "droplet",
+            "resource_type": action.get("resource_type", "droplet"),
             "region": catalog.region_json(action["region"]),
             "region_slug": action["region"],
         }
@@ -507,6 +533,7 @@ class Store:
             )
         if not self.in_stock(size, region):
             raise unprocessable(SIZE_UNAVAILABLE, available_regions=self.regions_with_stock(size))
+        volumes = self._volumes_for_create(body.get("volumes"), region)
         droplet_id = self.next_id
         self.next_id += 1
         boots = self.faults.boots(name)
@@ -544,6 +571,8 @@ class Store:
             create_action_id=action_id,
         )
         self.droplets[droplet_id] = droplet
+        for volume in volumes:
+            volume["droplet_ids"] = [droplet_id]
         self._take_stock(size, region)
         self.ledger[droplet_id] = {
             "id": droplet_id,
@@ -559,6 +588,10 @@ class Store:
         return droplet
 
     def _gone(self, droplet: EmuDroplet, at: float) -> None:
+        # a destroyed droplet lets go of its volumes (they survive it, detached)
+        for volume in self.volumes.values():
+            if droplet.id in volume["droplet_ids"]:
+                volume["droplet_ids"] = [d for d in volume["droplet_ids"] if d != droplet.id]
         entry = self.ledger.get(droplet.id)
         if entry is not None and entry["gone_at"] is None:
             entry["gone_at"] = at
@@ -712,7 +745,9 @@ class Store:
             "next_backup_window": None,
             "snapshot_ids": [],
             "image": catalog.image_json(image),
-            "volume_ids": [],
+            "volume_ids": [
+                v["id"] for v in self.volumes.values() if droplet.id in v["droplet_ids"]
+            ],
             "size": size,
             "size_slug": droplet.size_slug,
             "networks": {"v4": v4, "v6": []},
@@ -723,3 +758,262 @@ class Store:
         if "gpu_info" in size:
             data["gpu_info"] = size["gpu_info"]
         return data
+
+    # -- volumes --------------------------------------------------------------------------------
+    # Where DigitalOcean's spec is silent, the emulator refuses (our choice, docs/providers.md):
+    # attaching a volume to a droplet in another region, and deleting an attached volume.
+
+    def volume_to_api(self, volume: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": volume["id"],
+            "region": catalog.region_json(volume["region"]),
+            "droplet_ids": list(volume["droplet_ids"]),
+            "name": volume["name"],
+            "description": volume.get("description", ""),
+            "size_gigabytes": volume["size_gigabytes"],
+            "created_at": iso(volume["created_at"]),
+            "filesystem_type": volume.get("filesystem_type", ""),
+            "filesystem_label": volume.get("filesystem_label", ""),
+            "tags": list(volume.get("tags", [])),
+        }
+
+    def get_volume(self, volume_id: str) -> dict[str, Any]:
+        volume = self.volumes.get(volume_id)
+        if volume is None:
+            raise not_found()
+        return volume
+
+    def volume_listing(self, *, name: str | None, region: str | None) -> list[dict[str, Any]]:
+        result = [
+            v
+            for v in self.volumes.values()
+            if (name is None or v["name"] == name) and (region is None or v["region"] == region)
+        ]
+        return sorted(result, key=lambda v: (v["created_at"], v["id"]))
+
+    def create_volume(self, body: Any, *, now: float | None = None) -> dict[str, Any]:
+        now = time.time() if now is None else now
+        if not isinstance(body, dict):
+            raise ApiError(400, "bad_request", "The request body must be a JSON object.")
+        name, region, size = body.get("name"), body.get("region"), body.get("size_gigabytes")
+        if not isinstance(name, str) or not _VOLUME_NAME_RE.match(name):
+            raise unprocessable(
+                "Name must be lowercase, begin with a letter and contain only letters, numbers "
+                "and '-', up to 64 characters."
+            )
+        if not isinstance(region, str) or region not in catalog.REGION_NAMES:
+            raise unprocessable("You specified an invalid region for volume creation.")
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= VOLUME_MAX_GB:
+            raise unprocessable(f"size_gigabytes must be a whole number from 1 to {VOLUME_MAX_GB}.")
+        fs_type = body.get("filesystem_type") or ""
+        if fs_type not in {"", "ext4", "xfs"}:
+            raise unprocessable("filesystem_type must be ext4 or xfs.")
+        tags = body.get("tags") or []
+        if not isinstance(tags, list) or not all(
+            isinstance(t, str) and _TAG_RE.match(t) for t in tags
+        ):
+            raise unprocessable(
+                "Tags may contain letters, numbers, colons, dashes and underscores."
+            )
+        snapshot_id = body.get("snapshot_id")
+        if snapshot_id is not None:
+            snapshot = self.snapshots.get(str(snapshot_id))
+            if snapshot is None:
+                raise not_found()
+            if size < snapshot["min_disk_size"]:
+                raise unprocessable("The volume must be at least as large as the snapshot.")
+        if any(v["name"] == name and v["region"] == region for v in self.volumes.values()):
+            # "You can only create one volume per region with the same name." DigitalOcean
+            # answers 409 (terraform#8023, ansible#39655: id "conflict"/"already_exists").
+            raise ApiError(409, "conflict", "a volume with this name already exists in the region")
+        volume = {
+            "id": str(uuid.uuid4()),
+            "name": name,
+            "region": region,
+            "size_gigabytes": size,
+            "description": str(body.get("description") or ""),
+            "filesystem_type": fs_type,
+            "filesystem_label": str(body.get("filesystem_label") or ""),
+            "tags": list(dict.fromkeys(tags)),
+            "droplet_ids": [],
+            "created_at": now,
+        }
+        self.volumes[volume["id"]] = volume
+        self.volume_ledger[volume["id"]] = {
+            "id": volume["id"],
+            "name": name,
+            "region": region,
+            "tags": volume["tags"],
+            "sizes": [[now, size]],
+            "created_at": now,
+            "deleted_at": None,
+        }
+        self.dirty = True
+        return volume
+
+    def delete_volume(self, volume: dict[str, Any], *, now: float | None = None) -> None:
+        if volume["droplet_ids"]:
+            # the spec lists no 409/422 for this; we refuse rather than pull a disk from under a
+            # running machine (docs/providers.md)
+            raise unprocessable(
+                "Volume is attached to a Droplet; detach it before deleting.",
+                droplet_ids=list(volume["droplet_ids"]),
+            )
+        del self.volumes[volume["id"]]
+        entry = self.volume_ledger.get(volume["id"])
+        if entry is not None:
+            entry["deleted_at"] = time.time() if now is None else now
+        self.dirty = True
+
+    def find_volume_by_name(self, name: Any, region: Any) -> dict[str, Any]:
+        if not isinstance(name, str) or not name:
+            raise unprocessable("The volume's name is required.")
+        matches = [
+            v
+            for v in self.volumes.values()
+            if v["name"] == name and (region is None or v["region"] == region)
+        ]
+        if not matches:
+            raise not_found()
+        if len(matches) > 1:
+            raise unprocessable("Several volumes have this name; give the region as well.")
+        return matches[0]
+
+    def volume_action(
+        self,
+        volume: dict[str, Any],
+        body: Any,
+        *,
+        delay_s: float,
+        allowed: tuple[str, ...] = ("attach", "detach", "resize"),
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        """Start an attach/detach/resize; the change shows at once, the action completes after
+        `delay_s`. An action type listed in the `volume_action_errors` fault ends `errored` and
+        changes nothing."""
+        now = time.time() if now is None else now
+        if not isinstance(body, dict):
+            raise ApiError(400, "bad_request", "The request body must be a JSON object.")
+        kind = body.get("type")
+        if kind not in allowed:
+            raise unprocessable(f"type must be one of: {', '.join(allowed)}.")
+        region = body.get("region")
+        if region is not None and region != volume["region"]:
+            raise unprocessable("region must be the region where the volume is located.")
+        failing = kind in self.faults.volume_action_errors
+        droplet_id = None
+        if kind in {"attach", "detach"}:
+            raw = body.get("droplet_id")
+            if isinstance(raw, bool) or not isinstance(raw, int):
+                raise unprocessable("droplet_id must be a Droplet's id.")
+            droplet = self.get(raw)
+            droplet_id = droplet.id
+            if kind == "attach":
+                self._check_attachable(volume, droplet)
+                if not failing:
+                    volume["droplet_ids"] = [droplet.id]
+            else:
+                if droplet.id not in volume["droplet_ids"]:
+                    raise unprocessable("Volume is not attached to this Droplet.")
+                if not failing:
+                    volume["droplet_ids"] = []
+        else:
+            size = body.get("size_gigabytes")
+            if isinstance(size, bool) or not isinstance(size, int) or size > VOLUME_MAX_GB:
+                raise unprocessable(f"size_gigabytes must be a whole number up to {VOLUME_MAX_GB}.")
+            if size <= volume["size_gigabytes"]:
+                raise unprocessable("Volumes may only be resized upwards.")
+            if not failing:
+                volume["size_gigabytes"] = size
+                entry = self.volume_ledger.get(volume["id"])
+                if entry is not None:
+                    entry["sizes"].append([now, size])
+        action_id = self.new_action_id()
+        action = {
+            "id": action_id,
+            "type": f"{kind}_volume" if kind != "resize" else "resize_volume",
+            "droplet_id": droplet_id,
+            "volume_id": volume["id"],
+            "resource_type": "volume",
+            "region": volume["region"],
+            "started_at": now,
+            "ends_at": now + delay_s,
+            "outcome": "errored" if failing else "completed",
+        }
+        self.actions[action_id] = action
+        self.dirty = True
+        return action
+
+    def _check_attachable(self, volume: dict[str, Any], droplet: EmuDroplet) -> None:
+        if droplet.gone_at is not None:
+            raise not_found()
+        if volume["droplet_ids"]:
+            # "Each volume may only be attached to a single Droplet."
+            raise unprocessable(
+                "Volume is already attached to a Droplet.", droplet_ids=list(volume["droplet_ids"])
+            )
+        if droplet.region != volume["region"]:
+            # the spec is silent; volumes "can be moved between Droplets within a specific
+            # region", so the emulator refuses across regions (docs/providers.md)
+            raise unprocessable(
+                f"Volume is in {volume['region']}, the Droplet in {droplet.region}: a volume can "
+                "only be attached within its region."
+            )
+        attached = sum(1 for v in self.volumes.values() if droplet.id in v["droplet_ids"])
+        if attached >= VOLUMES_PER_DROPLET:
+            raise unprocessable("A Droplet can have at most fifteen volumes attached.")
+
+    def _volumes_for_create(self, ids: Any, region: str) -> list[dict[str, Any]]:
+        """`POST /v2/droplets` `volumes`: "must not already be attached to an existing Droplet"."""
+        if ids is None:
+            return []
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise unprocessable("volumes must be a list of volume ids.")
+        volumes = []
+        for volume_id in dict.fromkeys(ids):
+            volume = self.volumes.get(volume_id)
+            if volume is None:
+                raise unprocessable(f"Volume {volume_id} was not found.")
+            if volume["droplet_ids"]:
+                raise unprocessable(f"Volume {volume_id} is already attached to a Droplet.")
+            if volume["region"] != region:
+                raise unprocessable(
+                    f"Volume {volume_id} is in {volume['region']}, not in {region}."
+                )
+            volumes.append(volume)
+        if len(volumes) > VOLUMES_PER_DROPLET:
+            raise unprocessable("A Droplet can have at most fifteen volumes attached.")
+        return volumes
+
+    def volume_actions(self, volume_id: str) -> list[dict[str, Any]]:
+        return sorted(
+            (a for a in self.actions.values() if a.get("volume_id") == volume_id),
+            key=lambda a: -int(a["id"]),
+        )
+
+    def create_snapshot(
+        self, volume: dict[str, Any], body: Any, *, now: float | None = None
+    ) -> dict[str, Any]:
+        now = time.time() if now is None else now
+        if not isinstance(body, dict):
+            raise ApiError(400, "bad_request", "The request body must be a JSON object.")
+        name = body.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise unprocessable("Name can't be blank.")
+        tags = body.get("tags") or []
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise unprocessable("tags must be a list of strings.")
+        snapshot = {
+            "id": str(uuid.uuid4()),
+            "name": name,
+            "created_at": iso(now),
+            "regions": [volume["region"]],
+            "min_disk_size": volume["size_gigabytes"],
+            "size_gigabytes": 0.0,
+            "resource_id": volume["id"],
+            "resource_type": "volume",
+            "tags": list(tags),
+        }
+        self.snapshots[snapshot["id"]] = snapshot
+        self.dirty = True
+        return snapshot

@@ -31,6 +31,7 @@ BACKEND_DIR = Path(__file__).resolve().parent.parent
 _FLAGS = {
     "boot_delay_s": "--boot-delay",
     "ip_delay_s": "--ip-delay",
+    "volume_action_s": "--volume-action-delay",
     "rate_limit": "--rate-limit",
     "rate_window_s": "--rate-window",
     "rate_limit_hourly": "--rate-limit-hourly",
@@ -94,6 +95,19 @@ class EmulatorHandle:
         queue = self.state()["faults"]["next"]
         queue.append({"method": method, "path": path, "status": status, **rule})
         return self.set_faults(next=queue)
+
+    def volumes(self) -> list[dict[str, Any]]:
+        """The volumes as the API shows them (id, name, region, size_gigabytes, droplet_ids…)."""
+        return self.state()["volumes"]
+
+    def volume_ledger(self) -> list[dict[str, Any]]:
+        """Every volume ever created: sizes over time, created_at, deleted_at (epoch seconds)."""
+        return self.state()["volume_ledger"]
+
+    def seed_volume(self, name: str, region: str, size_gigabytes: int = 10, **extra: Any) -> Any:
+        """A volume made outside LabGPU (no API request spent); returns it as the API shows it."""
+        body = {"name": name, "region": region, "size_gigabytes": size_gigabytes, **extra}
+        return self._call("POST", "/_emulator/volumes", body)["volume"]
 
     def set_stock(self, size: str, region: str, free: int | None) -> dict[str, Any]:
         """Machines of `size` still free in `region` (0: out of stock; None: unlimited)."""
@@ -220,7 +234,13 @@ def start_emulator(
     unknown = set(settings) - set(_FLAGS)
     if unknown:
         raise TypeError(f"unknown emulator setting(s): {sorted(unknown)}")
-    settings = {"boot_delay_s": 0.2, "ip_delay_s": 0.0, "tick_s": 0.05, **settings}
+    settings = {
+        "boot_delay_s": 0.2,
+        "ip_delay_s": 0.0,
+        "volume_action_s": 0.2,
+        "tick_s": 0.05,
+        **settings,
+    }
     tmp_path.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     argv = [
