@@ -4,7 +4,7 @@ from labgpu.accounts.models import Lab
 from labgpu.accounts.selectors import labs_visible_to
 from labgpu.accounts.serializers import LabSummarySerializer, UserSummarySerializer
 from labgpu.api.fields import AwareDateTimeField, OwnPrimaryKeyRelatedField
-from labgpu.api.serializers import CachedFieldsModelSerializer
+from labgpu.api.serializers import CachedFieldsModelSerializer, CachedFieldsSerializer
 from labgpu.bookings.models import Booking, Notification
 
 
@@ -81,7 +81,7 @@ class BookingSerializer(CachedFieldsModelSerializer):
         read_only_fields = fields
 
 
-class BookingCreateSerializer(serializers.Serializer):
+class BookingCreateSerializer(CachedFieldsSerializer):
     # A plain id: the booking service resolves it under the pool lock, together with whether the
     # lab may book it, instead of a separate lookup here.
     pool = serializers.IntegerField(min_value=1, max_value=2**63 - 1, help_text="Pool id")
@@ -99,7 +99,7 @@ class BookingCreateSerializer(serializers.Serializer):
     )
 
 
-class BookingExtendSerializer(serializers.Serializer):
+class BookingExtendSerializer(CachedFieldsSerializer):
     end = AwareDateTimeField()
 
 

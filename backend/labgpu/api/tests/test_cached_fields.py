@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from labgpu.api.serializers import CachedFieldsMixin
-from labgpu.bookings.serializers import BookingSerializer
+from labgpu.bookings.serializers import BookingCreateSerializer, BookingSerializer
 
 
 class PlainBookingSerializer(serializers.ModelSerializer):
@@ -45,3 +45,32 @@ def test_model_fields_are_built_once_per_class(monkeypatch):
     assert "status" in BookingSerializer().fields
     assert calls == []
     assert issubclass(BookingSerializer, CachedFieldsMixin)
+
+
+def test_plain_serializer_fields_are_copied_not_rebuilt(monkeypatch):
+    """A declared field reaches each instance as a copy of the class's template, not re-created
+    from its arguments (DRF's deep copy re-creates a related field's queryset every time)."""
+    assert BookingCreateSerializer().fields  # the template exists
+    calls = []
+    original = serializers.Field.__deepcopy__
+    monkeypatch.setattr(
+        serializers.Field,
+        "__deepcopy__",
+        lambda self, memo: calls.append(self) or original(self, memo),
+    )
+    first, second = BookingCreateSerializer(), BookingCreateSerializer()
+    assert list(first.fields) == list(BookingCreateSerializer._declared_fields)
+    assert calls == []
+    assert first.fields["lab"] is not second.fields["lab"]
+    assert first.fields["lab"].parent is first and second.fields["lab"].parent is second
+    assert first.fields["lab"].queryset is second.fields["lab"].queryset
+
+
+def test_copied_fields_validate_as_declared():
+    body = {"pool": 3, "end": "2027-01-01T10:00:00Z", "purpose": "x" * 501}
+    first = BookingCreateSerializer(data=body)
+    assert not first.is_valid()
+    assert set(first.errors) == {"purpose"}
+    second = BookingCreateSerializer(data={"pool": 3, "end": "2027-01-01T10:00:00"})
+    assert not second.is_valid()
+    assert second.errors["end"][0].code == "naive_datetime"
