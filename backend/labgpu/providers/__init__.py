@@ -12,14 +12,19 @@ from typing import Any
 
 from .base import (
     NODE_TAG_PREFIX,
+    VOLUME_TAG,
     Droplet,
     DropletSpec,
     ProviderDriver,
     RateLimitSnapshot,
     Size,
+    Volume,
+    VolumeAction,
+    VolumeSpec,
     create_or_adopt,
     node_id_from_tags,
     node_tag,
+    volume_name,
 )
 from .credentials import base_url_problem, explicitly_allowed, token_env_var_problem
 from .errors import (
@@ -109,6 +114,7 @@ def driver_from_settings(
 __all__ = [
     "KINDS",
     "NODE_TAG_PREFIX",
+    "VOLUME_TAG",
     "BudgetExhausted",
     "Droplet",
     "DropletSpec",
@@ -123,10 +129,14 @@ __all__ = [
     "ProviderTransientError",
     "RateLimitSnapshot",
     "Size",
+    "Volume",
+    "VolumeAction",
+    "VolumeSpec",
     "build_driver",
     "create_or_adopt",
     "driver_from_settings",
     "node_id_from_tags",
     "node_tag",
     "retry_countdown",
+    "volume_name",
 ]

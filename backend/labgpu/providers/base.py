@@ -22,6 +22,26 @@ _NODE_TAG_RE = re.compile(rf"^{re.escape(NODE_TAG_PREFIX)}(\d+)$")
 
 DropletStatus = Literal["new", "active", "off", "archive"]
 
+#: Every volume we create carries this tag: reconciliation tells our volumes from everything else
+#: on the account by it (untracked ones are reported, never deleted).
+VOLUME_TAG = "labgpu-volume"
+#: DigitalOcean's prose rule for volume names: lowercase, letters/digits/"-", a letter first, ≤ 64.
+_VOLUME_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+
+
+def volume_name(*, owner_kind: Literal["user", "lab"], owner_id: int, region: str) -> str:
+    """The deterministic name of an owner's volume in `region`: `labgpu-u12-tor1`, `labgpu-l3-tor1`.
+
+    DigitalOcean allows one volume per name and region, so this name makes find-or-create
+    idempotent: a retried create either finds the volume or is refused with 409 and then finds it.
+    """
+    if owner_id < 1:
+        raise ValueError(f"owner id must be positive, got {owner_id}")
+    name = f"labgpu-{'u' if owner_kind == 'user' else 'l'}{owner_id}-{region}"
+    if not _VOLUME_NAME_RE.match(name):
+        raise ValueError(f"not a valid volume name: {name!r}")
+    return name
+
 
 def node_tag(node_id: int) -> str:
     """The deterministic name and tag of the droplet for node `node_id`."""
@@ -56,6 +76,8 @@ class DropletSpec:
     ssh_keys: tuple[str | int, ...] = ()
     tags: tuple[str, ...] = ()
     vpc_uuid: str | None = None
+    #: block-storage volume ids attached at create; "must not already be attached" (DigitalOcean)
+    volume_ids: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -121,6 +143,47 @@ class Size:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeSpec:
+    """A block-storage volume to create; `name` should come from `volume_name` (idempotence)."""
+
+    name: str
+    region: str
+    size_gb: int
+    description: str = ""
+    tags: tuple[str, ...] = (VOLUME_TAG,)
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    """A block-storage volume as the provider shows it. `droplet_ids` holds at most one id."""
+
+    id: str
+    name: str
+    region: str
+    size_gb: int
+    droplet_ids: tuple[int, ...]
+    tags: tuple[str, ...]
+    created_at: datetime | None = None
+
+    @property
+    def droplet_id(self) -> int | None:
+        return self.droplet_ids[0] if self.droplet_ids else None
+
+
+VolumeActionStatus = Literal["in-progress", "completed", "errored"]
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeAction:
+    """An attach/detach/resize in flight: poll `volume_action` until it is not `in-progress`."""
+
+    id: int
+    volume_id: str
+    type: str
+    status: VolumeActionStatus
+
+
+@dataclass(frozen=True, slots=True)
 class RateLimitSnapshot:
     """The provider's latest rate-limit headers, as seen by any worker."""
 
@@ -155,6 +218,29 @@ class ProviderDriver(Protocol):
     def list_ours(self) -> list[Droplet]: ...
 
     def sizes(self) -> list[Size]: ...
+
+    # Volumes. `create_volume` is idempotent by (name, region): a name taken in the region returns
+    # the existing volume. `attach_volume`/`detach_volume` return None when there is nothing to do
+    # (already attached to that droplet / not attached to it). `delete_volume` succeeds when the
+    # volume is gone and raises `ProviderPermanentError` while it is attached.
+
+    def create_volume(self, spec: VolumeSpec) -> Volume: ...
+
+    def get_volume(self, volume_id: str) -> Volume: ...
+
+    def find_volume(self, name: str, region: str) -> Volume | None: ...
+
+    def list_volumes(self, *, tag: str | None = VOLUME_TAG) -> list[Volume]: ...
+
+    def delete_volume(self, volume_id: str) -> None: ...
+
+    def attach_volume(self, volume_id: str, droplet_id: int) -> VolumeAction | None: ...
+
+    def detach_volume(self, volume_id: str, droplet_id: int) -> VolumeAction | None: ...
+
+    def resize_volume(self, volume_id: str, size_gb: int) -> VolumeAction: ...
+
+    def volume_action(self, volume_id: str, action_id: int) -> VolumeAction: ...
 
     def close(self) -> None: ...
 

@@ -37,7 +37,18 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .base import NODE_TAG_PREFIX, Droplet, DropletSpec, RateLimitSnapshot, Size, node_id_from_tags
+from .base import (
+    NODE_TAG_PREFIX,
+    VOLUME_TAG,
+    Droplet,
+    DropletSpec,
+    RateLimitSnapshot,
+    Size,
+    Volume,
+    VolumeAction,
+    VolumeSpec,
+    node_id_from_tags,
+)
 from .errors import (
     ProviderAmbiguousCreate,
     ProviderError,
@@ -190,6 +201,8 @@ class DigitalOceanDriver:
             body["user_data"] = spec.user_data
         if spec.vpc_uuid:
             body["vpc_uuid"] = spec.vpc_uuid
+        if spec.volume_ids:
+            body["volumes"] = list(spec.volume_ids)
         try:
             data = self._request("POST", "/v2/droplets", json=body, create_tag=spec.tag)
         except ProviderPermanentError as exc:
@@ -254,6 +267,93 @@ class DigitalOceanDriver:
 
     def sizes(self) -> list[Size]:
         return [_size_from(item) for item in self._paginate("/v2/sizes", "sizes", {})]
+
+    # -- volumes --------------------------------------------------------------------------------
+    # Action requests leave out the optional `region`: the spec's `region_slug` enum lacks GPU
+    # regions such as atl1, and DigitalOcean knows the volume's region from its id anyway.
+
+    def create_volume(self, spec: VolumeSpec) -> Volume:
+        """POST /v2/volumes; the name taken in the region (409) adopts the existing volume.
+
+        Safe to retry after any failure: one name per region (DigitalOcean's rule) means a second
+        create cannot make a second volume.
+        """
+        body: dict[str, Any] = {
+            "name": spec.name,
+            "region": spec.region,
+            "size_gigabytes": spec.size_gb,
+            "tags": list(dict.fromkeys(spec.tags)),
+        }
+        if spec.description:
+            body["description"] = spec.description
+        try:
+            data = self._request("POST", "/v2/volumes", json=body)
+        except ProviderPermanentError as exc:
+            if exc.status != 409:
+                raise
+            existing = self.find_volume(spec.name, spec.region)
+            if existing is None:
+                raise
+            logger.info("volume %s already exists in %s; adopted", spec.name, spec.region)
+            return existing
+        volume = _volume_from(data["volume"])
+        logger.info("created volume %s (%s, %s GB)", volume.id, volume.name, volume.size_gb)
+        return volume
+
+    def get_volume(self, volume_id: str) -> Volume:
+        """GET /v2/volumes/{id}; raises ProviderNotFound when it is gone."""
+        return _volume_from(self._request("GET", f"/v2/volumes/{volume_id}")["volume"])
+
+    def find_volume(self, name: str, region: str) -> Volume | None:
+        items = list(self._paginate("/v2/volumes", "volumes", {"name": name, "region": region}))
+        return _volume_from(items[0]) if items else None
+
+    def list_volumes(self, *, tag: str | None = VOLUME_TAG) -> list[Volume]:
+        """Every volume on the account (all pages), only those carrying `tag` unless it is None."""
+        volumes = [_volume_from(item) for item in self._paginate("/v2/volumes", "volumes", {})]
+        unique = {v.id: v for v in volumes}  # offset pages can repeat an item
+        return [v for v in unique.values() if tag is None or tag in v.tags]
+
+    def delete_volume(self, volume_id: str) -> None:
+        """DELETE /v2/volumes/{id}; gone already counts as deleted."""
+        try:
+            self._request("DELETE", f"/v2/volumes/{volume_id}")
+        except ProviderNotFound:
+            logger.info("volume %s already gone", volume_id)
+
+    def attach_volume(self, volume_id: str, droplet_id: int) -> VolumeAction | None:
+        """Start attaching; None when it already is attached to this droplet."""
+        try:
+            return self._volume_action(volume_id, {"type": "attach", "droplet_id": int(droplet_id)})
+        except ProviderPermanentError as exc:
+            if exc.status == 422 and self.get_volume(volume_id).droplet_id == int(droplet_id):
+                return None
+            raise
+
+    def detach_volume(self, volume_id: str, droplet_id: int) -> VolumeAction | None:
+        """Start detaching; None when it is not attached to this droplet (or that is gone)."""
+        try:
+            return self._volume_action(volume_id, {"type": "detach", "droplet_id": int(droplet_id)})
+        except ProviderNotFound:
+            # the volume or the droplet is gone; a volume gone is a caller's problem
+            if int(droplet_id) in self.get_volume(volume_id).droplet_ids:
+                raise
+            return None
+        except ProviderPermanentError as exc:
+            if exc.status == 422 and int(droplet_id) not in self.get_volume(volume_id).droplet_ids:
+                return None
+            raise
+
+    def resize_volume(self, volume_id: str, size_gb: int) -> VolumeAction:
+        return self._volume_action(volume_id, {"type": "resize", "size_gigabytes": int(size_gb)})
+
+    def volume_action(self, volume_id: str, action_id: int) -> VolumeAction:
+        data = self._request("GET", f"/v2/volumes/{volume_id}/actions/{int(action_id)}")
+        return _volume_action_from(data["action"], volume_id)
+
+    def _volume_action(self, volume_id: str, body: dict[str, Any]) -> VolumeAction:
+        data = self._request("POST", f"/v2/volumes/{volume_id}/actions", json=body)
+        return _volume_action_from(data["action"], volume_id)
 
     def rate_limit(self) -> RateLimitSnapshot:
         """The latest rate-limit headers any worker sharing the budget has seen."""
@@ -465,6 +565,28 @@ def _droplet_from(data: Mapping[str, Any]) -> Droplet:
         created_at=_parse_time(data.get("created_at")),
         gpu_count=gpu.get("count"),
         gpu_model=gpu.get("model"),
+    )
+
+
+def _volume_from(data: Mapping[str, Any]) -> Volume:
+    region = data.get("region") or {}
+    return Volume(
+        id=str(data["id"]),
+        name=str(data.get("name", "")),
+        region=str(region.get("slug", "") if isinstance(region, dict) else region),
+        size_gb=int(data.get("size_gigabytes") or 0),
+        droplet_ids=tuple(int(d) for d in data.get("droplet_ids") or ()),
+        tags=tuple(data.get("tags") or ()),
+        created_at=_parse_time(data.get("created_at")),
+    )
+
+
+def _volume_action_from(data: Mapping[str, Any], volume_id: str) -> VolumeAction:
+    return VolumeAction(
+        id=int(data["id"]),
+        volume_id=volume_id,
+        type=str(data.get("type", "")),
+        status=data.get("status") or "in-progress",
     )
 
 

@@ -18,13 +18,29 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from .base import NODE_TAG_PREFIX, Droplet, DropletSpec, Size
+from .base import (
+    NODE_TAG_PREFIX,
+    VOLUME_TAG,
+    Droplet,
+    DropletSpec,
+    Size,
+    Volume,
+    VolumeAction,
+    VolumeSpec,
+)
 from .errors import (
     ProviderAmbiguousCreate,
     ProviderNoCapacity,
     ProviderNotFound,
+    ProviderPermanentError,
     ProviderTransientError,
 )
+
+
+def _not_found() -> ProviderNotFound:
+    return ProviderNotFound(
+        "The resource you were accessing could not be found.", status=404, id="not_found"
+    )
 
 
 class FakeDriver:
@@ -39,6 +55,12 @@ class FakeDriver:
         self._create_failures: list[bool] = []
         self._transient_failures = 0
         self._lock = threading.Lock()
+        self.volumes: dict[str, Volume] = {}
+        self.volume_actions: dict[int, VolumeAction] = {}
+        #: action types ("attach", "detach", "resize") whose actions end `errored`, changing nothing
+        self.failing_volume_actions: set[str] = set()
+        self._volume_ids = itertools.count(1)
+        self._action_ids = itertools.count(900_000_001)
         self._sizes = sizes or [
             Size(
                 slug="gpu-mi300x1-192gb",
@@ -107,6 +129,16 @@ class FakeDriver:
                 gpu_count=1,
                 gpu_model="amd_mi300x",
             )
+            for volume_id in spec.volume_ids:
+                volume = self.volumes.get(volume_id)
+                if volume is None or volume.droplet_ids or volume.region != spec.region:
+                    raise ProviderPermanentError(
+                        f"Volume {volume_id} cannot be attached.", status=422
+                    )
+            for volume_id in spec.volume_ids:
+                self.volumes[volume_id] = replace(
+                    self.volumes[volume_id], droplet_ids=(droplet_id,)
+                )
             self.droplets[droplet_id] = droplet
             self._gets[droplet_id] = 0
             if failure is True:
@@ -133,6 +165,9 @@ class FakeDriver:
         with self._lock:
             self._enter("destroy", droplet_id)
             self.droplets.pop(droplet_id, None)
+            for volume in list(self.volumes.values()):  # a destroyed droplet lets go of volumes
+                if droplet_id in volume.droplet_ids:
+                    self.volumes[volume.id] = replace(volume, droplet_ids=())
 
     def find_by_tag(self, tag: str) -> list[Droplet]:
         with self._lock:
@@ -152,6 +187,109 @@ class FakeDriver:
         with self._lock:
             self._enter("sizes", None)
             return list(self._sizes)
+
+    # -- volumes (same rules as the emulator: one droplet per volume, same region) ---------------
+
+    def create_volume(self, spec: VolumeSpec) -> Volume:
+        with self._lock:
+            self._enter("create_volume", spec.name)
+            for volume in self.volumes.values():
+                if volume.name == spec.name and volume.region == spec.region:
+                    return volume
+            volume = Volume(
+                id=f"00000000-0000-4000-8000-{next(self._volume_ids):012d}",
+                name=spec.name,
+                region=spec.region,
+                size_gb=spec.size_gb,
+                droplet_ids=(),
+                tags=tuple(spec.tags),
+                created_at=datetime.now(UTC),
+            )
+            self.volumes[volume.id] = volume
+            return volume
+
+    def get_volume(self, volume_id: str) -> Volume:
+        with self._lock:
+            self._enter("get_volume", volume_id)
+            if volume_id not in self.volumes:
+                raise _not_found()
+            return self.volumes[volume_id]
+
+    def find_volume(self, name: str, region: str) -> Volume | None:
+        with self._lock:
+            self._enter("find_volume", name)
+            return next(
+                (v for v in self.volumes.values() if v.name == name and v.region == region), None
+            )
+
+    def list_volumes(self, *, tag: str | None = VOLUME_TAG) -> list[Volume]:
+        with self._lock:
+            self._enter("list_volumes", tag)
+            return [v for v in self.volumes.values() if tag is None or tag in v.tags]
+
+    def delete_volume(self, volume_id: str) -> None:
+        with self._lock:
+            self._enter("delete_volume", volume_id)
+            volume = self.volumes.get(volume_id)
+            if volume is None:
+                return
+            if volume.droplet_ids:
+                raise ProviderPermanentError("Volume is attached to a Droplet.", status=422)
+            del self.volumes[volume_id]
+
+    def _action(self, volume_id: str, kind: str, change: Volume | None) -> VolumeAction:
+        failing = kind in self.failing_volume_actions
+        if change is not None and not failing:
+            self.volumes[volume_id] = change
+        action = VolumeAction(
+            id=next(self._action_ids),
+            volume_id=volume_id,
+            type=f"{kind}_volume",
+            status="errored" if failing else "completed",
+        )
+        self.volume_actions[action.id] = action
+        return action
+
+    def attach_volume(self, volume_id: str, droplet_id: int) -> VolumeAction | None:
+        with self._lock:
+            self._enter("attach_volume", (volume_id, droplet_id))
+            volume = self.volumes.get(volume_id)
+            droplet = self.droplets.get(droplet_id)
+            if volume is None or droplet is None:
+                raise _not_found()
+            if volume.droplet_ids == (droplet_id,):
+                return None
+            if volume.droplet_ids or volume.region != droplet.region:
+                raise ProviderPermanentError("Volume cannot be attached.", status=422)
+            return self._action(volume_id, "attach", replace(volume, droplet_ids=(droplet_id,)))
+
+    def detach_volume(self, volume_id: str, droplet_id: int) -> VolumeAction | None:
+        with self._lock:
+            self._enter("detach_volume", (volume_id, droplet_id))
+            volume = self.volumes.get(volume_id)
+            if volume is None:
+                raise _not_found()
+            if droplet_id not in volume.droplet_ids:
+                return None
+            return self._action(volume_id, "detach", replace(volume, droplet_ids=()))
+
+    def resize_volume(self, volume_id: str, size_gb: int) -> VolumeAction:
+        with self._lock:
+            self._enter("resize_volume", (volume_id, size_gb))
+            volume = self.volumes.get(volume_id)
+            if volume is None:
+                raise _not_found()
+            if size_gb <= volume.size_gb:
+                raise ProviderPermanentError("Volumes may only be resized upwards.", status=422)
+            return self._action(volume_id, "resize", replace(volume, size_gb=size_gb))
+
+    def volume_action(self, volume_id: str, action_id: int) -> VolumeAction:
+        with self._lock:
+            self._enter("volume_action", action_id)
+            action = self.volume_actions.get(action_id)
+            if action is None or action.volume_id != volume_id:
+                raise _not_found()
+            return action
 
     def close(self) -> None:
         pass
