@@ -104,6 +104,10 @@ if DATABASE_URL:
 else:
     DATABASES = {"default": {**embedded_db.settings_dict(), "CONN_MAX_AGE": 60}}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Django's backend, its per-request health check without a round trip when the connection is quiet
+# (labgpu/core/postgres/base.py).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "labgpu.core.postgres"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
