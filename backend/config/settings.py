@@ -391,6 +391,14 @@ CELERY_BEAT_SCHEDULE["poll-nodes"] = {
 LABGPU_BOOT_TIMEOUT_S = int(os.environ.get("LABGPU_BOOT_TIMEOUT_S", str(15 * 60)))
 LABGPU_AGENT_REPORT_TIMEOUT_S = int(os.environ.get("LABGPU_AGENT_REPORT_TIMEOUT_S", str(15 * 60)))
 LABGPU_STUCK_AFTER_S = int(os.environ.get("LABGPU_STUCK_AFTER_S", "120"))
+# Persistent volumes (/data on nodes of pools with a volume scope). The site admin's limit bounds
+# every lab admin's size setting; the price is DigitalOcean's block storage list price per
+# GiB-month (https://docs.digitalocean.com/products/volumes/details/pricing/).
+LABGPU_VOLUME_MAX_GB = int(os.environ.get("LABGPU_VOLUME_MAX_GB", "1000"))
+LABGPU_VOLUME_DEFAULT_GB = int(os.environ.get("LABGPU_VOLUME_DEFAULT_GB", "100"))
+LABGPU_VOLUME_PRICE_GB_MONTH = os.environ.get("LABGPU_VOLUME_PRICE_GB_MONTH", "0.10")
+# How long teardown waits for a detach action before retrying the teardown later.
+LABGPU_VOLUME_ACTION_WAIT_S = float(os.environ.get("LABGPU_VOLUME_ACTION_WAIT_S", "60"))
 # Stock-outs: how far ahead of a start to check the provider shows the size somewhere (and warn),
 # how long after the start a booking may wait for capacity before it fails, and how often to retry.
 LABGPU_PREFLIGHT_S = int(os.environ.get("LABGPU_PREFLIGHT_S", str(2 * 3600)))

@@ -163,6 +163,11 @@ class NodePool(BaseModel):
     When the region has no stock of the size, provisioning tries `fallback_regions` in order.
     """
 
+    class VolumeScope(models.TextChoices):
+        NONE = "none", _("No persistent volume")
+        USER = "user", _("One volume per user")
+        LAB = "lab", _("One volume per lab")
+
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=60, unique=True)
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="pools")
@@ -214,6 +219,16 @@ class NodePool(BaseModel):
         help_text=_(
             "The image already has PyTorch, diffusers and transformers: cloud-init installs the "
             "agent without its smoke extra."
+        ),
+    )
+
+    volume_scope = models.CharField(
+        max_length=8,
+        choices=VolumeScope.choices,
+        default=VolumeScope.NONE,
+        help_text=_(
+            "Nodes get a block-storage volume mounted at /data that outlives them: each user's "
+            "own, or one shared by the booking's lab."
         ),
     )
 

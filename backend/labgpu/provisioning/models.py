@@ -1,7 +1,7 @@
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -146,3 +146,88 @@ class Node(BaseModel):
         if self.status != self.Status.READY or not self.public_ip:
             return None
         return f"ssh {self.SSH_USER}@{self.public_ip}"
+
+
+class Volume(BaseModel):
+    """A block-storage volume that carries one owner's `/data` from node to node in a region.
+
+    The owner is a user, or a lab when the pool's `volume_scope` is "lab". Its provider name is
+    deterministic (`providers.volume_name`), so finding-or-creating it is idempotent. Invariants:
+    it is attached to at most one node (one `attached_node`, and no node has two: the unique
+    constraint), `attached` exactly when `attached_node` is set, and it is never deleted while a
+    booking uses it (services.volumes.volume_delete checks under a row lock).
+    """
+
+    class State(models.TextChoices):
+        CREATING = "creating", _("Creating")
+        AVAILABLE = "available", _("Available")
+        ATTACHED = "attached", _("Attached")
+        DETACHING = "detaching", _("Detaching")
+        DELETING = "deleting", _("Deleting")
+        DELETED = "deleted", _("Deleted")
+
+    owner_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="volumes",
+    )
+    owner_lab = models.ForeignKey(
+        "accounts.Lab", on_delete=models.PROTECT, null=True, blank=True, related_name="volumes"
+    )
+    provider_account = models.ForeignKey(
+        "catalog.ProviderAccount", on_delete=models.PROTECT, related_name="volumes"
+    )
+    region = models.CharField(max_length=32)
+    name = models.CharField(max_length=64)
+    size_gb = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    provider_id = models.CharField(max_length=64, blank=True, db_index=True)
+    state = models.CharField(
+        max_length=16, choices=State.choices, default=State.CREATING, db_index=True
+    )
+    attached_node = models.ForeignKey(
+        Node, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    last_attached_node = models.ForeignKey(
+        Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    #: GB in use on the filesystem as the node's agent last reported it; None until known
+    used_gb = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["region", "name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(owner_user__isnull=False, owner_lab__isnull=True)
+                | models.Q(owner_user__isnull=True, owner_lab__isnull=False),
+                name="volume_one_owner",
+            ),
+            # one live volume per name and region on an account (DigitalOcean's own rule)
+            models.UniqueConstraint(
+                fields=["provider_account", "region", "name"],
+                condition=~models.Q(state="deleted"),
+                name="volume_unique_live_name",
+            ),
+            # a node has at most one of our volumes, and a volume one node (the single FK)
+            models.UniqueConstraint(
+                fields=["attached_node"],
+                condition=models.Q(attached_node__isnull=False),
+                name="volume_one_per_node",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(state="attached") | models.Q(attached_node__isnull=False),
+                name="volume_attached_has_node",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.state})"
+
+
+class LabVolumeSize(BaseModel):
+    """A lab admin's size for new volumes of the lab and its members (≤ the site's limit)."""
+
+    lab = models.OneToOneField("accounts.Lab", on_delete=models.CASCADE, related_name="+")
+    size_gb = models.PositiveIntegerField(validators=[MinValueValidator(1)])

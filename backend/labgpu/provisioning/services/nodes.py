@@ -40,6 +40,11 @@ from labgpu.provisioning.dispatch import enqueue_on_commit
 from labgpu.provisioning.drivers import driver_for
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services.agent import node_ready_if_usable
+from labgpu.provisioning.services.volumes import (
+    volume_ensure_for_node,
+    volume_record_attached,
+    volume_release,
+)
 from labgpu.provisioning.tokens import bootstrap_token_for, hash_secret
 from labgpu.usage.models import UsageRecord
 from labgpu.usage.services import booking_meter, usage_record_droplet
@@ -221,6 +226,7 @@ def _node_provision(*, node_id: int) -> None:
             _node_teardown(node_id=node.pk)
             return
     crash_point("provision.after_record")
+    volume_record_attached(node=node)
     logger.info("node %s: droplet %s %s", node.pk, droplet.id, "adopted" if adopted else "created")
 
 
@@ -236,9 +242,12 @@ def _create_in_some_region(node: Node, *, first_try: bool) -> tuple[Droplet, boo
     if node.region not in regions:
         regions = [node.region, *regions]
     while True:
-        spec = _droplet_spec(node)
         try:
             with driver_for(node.provider_account) as driver:
+                # The owner's /data in this region, attached by the create itself (a retried
+                # create adopts the droplet, and with it the attachment).
+                volume = volume_ensure_for_node(node=node, driver=driver)
+                spec = _droplet_spec(node, volume_ids=(volume.provider_id,) if volume else ())
                 if first_try:
                     _renew_lease(node.pk)()
                     return driver.create(spec), False
@@ -355,7 +364,7 @@ def _meter_droplet(
     )
 
 
-def _droplet_spec(node: Node) -> DropletSpec:
+def _droplet_spec(node: Node, *, volume_ids: tuple[str, ...] = ()) -> DropletSpec:
     booking = node.booking
     instance_type = booking.pool.instance_type
     user_data = render_user_data(
@@ -371,6 +380,7 @@ def _droplet_spec(node: Node) -> DropletSpec:
         image=node.image,
         user_data=user_data,
         tags=("labgpu", f"labgpu-booking-{booking.pk}", f"labgpu-type-{instance_type.slug}"),
+        volume_ids=volume_ids,
     )
 
 
@@ -516,6 +526,10 @@ def _node_teardown(*, node_id: int) -> None:
                 node_destroy_stray(node=node, droplet=stray)
             droplet_ids = [found[0].id] if found else []
         for droplet_id in droplet_ids:
+            # the volume is detached, and the detach confirmed, before the droplet goes; the
+            # filesystem is mounted with `sync`-safe ext4 defaults (cloud-init), and an
+            # agent-side sync+unmount before the detach is still to come (docs/providers.md)
+            volume_release(node=node, driver=driver, droplet_id=droplet_id)
             driver.destroy(droplet_id)
         crash_point("teardown.after_delete")
         for droplet_id in droplet_ids:

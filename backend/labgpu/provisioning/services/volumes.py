@@ -1,0 +1,228 @@
+"""Persistent volumes: find-or-create an owner's volume for a node, attach it at create, and
+detach it (confirmed) before the droplet is destroyed.
+
+Every step is idempotent and safe to kill midway: the provider name is deterministic (one name
+per region is DigitalOcean's rule, so a retried create finds the volume), attach happens in the
+droplet create itself (`volumes: [id]`, adopted with the droplet on a retry), and a teardown that
+dies between detach and destroy re-reads the provider's `droplet_ids` before doing anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from labgpu.accounts.models import Lab
+from labgpu.bookings.models import Booking
+from labgpu.catalog.models import NodePool
+from labgpu.core.crashpoints import crash_point
+from labgpu.core.errors import ApplicationError, Conflict
+from labgpu.core.timeutils import now
+from labgpu.providers import (
+    ProviderDriver,
+    ProviderNotFound,
+    ProviderTransientError,
+    VolumeSpec,
+    volume_name,
+)
+from labgpu.provisioning.models import LabVolumeSize, Node, Volume
+
+logger = logging.getLogger(__name__)
+
+VolumeState = Volume.State
+
+
+class VolumeBusy(ProviderTransientError):
+    """The owner's volume is still attached to another droplet (its node is being torn down)."""
+
+
+class VolumeDetachFailed(ProviderTransientError):
+    """The provider's detach action errored or did not finish; the droplet is NOT destroyed."""
+
+
+def volume_size_for(lab: Lab) -> int:
+    """The size new volumes of `lab` get: the lab admin's setting, within the site's limit."""
+    chosen = (
+        LabVolumeSize.objects.filter(lab=lab).values_list("size_gb", flat=True).first()
+        or settings.LABGPU_VOLUME_DEFAULT_GB
+    )
+    return max(1, min(int(chosen), settings.LABGPU_VOLUME_MAX_GB))
+
+
+def lab_volume_size_set(*, lab: Lab, size_gb: int) -> LabVolumeSize:
+    """A lab admin's size for new volumes; refused above the site admin's limit."""
+    limit = settings.LABGPU_VOLUME_MAX_GB
+    if not 1 <= size_gb <= limit:
+        raise ApplicationError(
+            f"The volume size must be between 1 and {limit} GB (the site's limit).",
+            code="volume_size_out_of_range",
+            field="size_gb",
+        )
+    setting, _ = LabVolumeSize.objects.update_or_create(lab=lab, defaults={"size_gb": size_gb})
+    return setting
+
+
+def _owner(booking: Booking) -> tuple[str, int, dict[str, object]]:
+    if booking.pool.volume_scope == NodePool.VolumeScope.LAB:
+        return "lab", booking.lab_id, {"owner_lab_id": booking.lab_id}
+    return "user", booking.user_id, {"owner_user_id": booking.user_id}
+
+
+def volume_ensure_for_node(*, node: Node, driver: ProviderDriver) -> Volume | None:
+    """The owner's volume in the node's region, created on first use; None when the pool has none.
+
+    Raises VolumeBusy while the volume is still attached to a droplet that is not this node's
+    (the previous booking's node is being torn down): the provision retries later.
+    """
+    booking = node.booking
+    if booking.pool.volume_scope == NodePool.VolumeScope.NONE:
+        return None
+    kind, owner_id, owner = _owner(booking)
+    name = volume_name(owner_kind=kind, owner_id=owner_id, region=node.region)  # type: ignore[arg-type]
+    volume = _volume_row(node=node, name=name, owner=owner, size_gb=volume_size_for(booking.lab))
+    if not volume.provider_id:
+        made = driver.create_volume(
+            VolumeSpec(name=name, region=node.region, size_gb=volume.size_gb)
+        )
+        crash_point("volume.after_create")
+        Volume.objects.filter(pk=volume.pk, provider_id="").update(
+            provider_id=made.id, state=VolumeState.AVAILABLE, updated_at=now()
+        )
+        volume.refresh_from_db()
+    remote = driver.get_volume(volume.provider_id)
+    for droplet_id in remote.droplet_ids:
+        if node.provider_id == str(droplet_id):
+            continue
+        try:
+            holder = driver.get(droplet_id)
+        except ProviderNotFound:
+            continue  # gone a moment ago; the provider releases its volumes
+        if holder.node_id != node.pk:
+            raise VolumeBusy(
+                f"volume {volume.name} is still attached to droplet {droplet_id}",
+                retry_after=10.0,
+            )
+    return volume
+
+
+def _volume_row(*, node: Node, name: str, owner: dict[str, object], size_gb: int) -> Volume:
+    live = Volume.objects.exclude(state=VolumeState.DELETED)
+    lookup = {"provider_account_id": node.provider_account_id, "region": node.region, "name": name}
+    existing = live.filter(**lookup).first()
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            return Volume.objects.create(**lookup, **owner, size_gb=size_gb)
+    except IntegrityError:  # another worker made the row first
+        return live.get(**lookup)
+
+
+def volume_record_attached(*, node: Node) -> int:
+    """The node's droplet was created (or adopted) with the volume: record the attachment."""
+    name = _node_volume_name(node)
+    if name is None:
+        return 0
+    return (
+        Volume.objects.filter(
+            provider_account_id=node.provider_account_id,
+            region=node.region,
+            name=name,
+            state__in=[VolumeState.AVAILABLE, VolumeState.ATTACHED],
+        )
+        .exclude(attached_node_id=node.pk)
+        .update(
+            state=VolumeState.ATTACHED,
+            attached_node_id=node.pk,
+            last_attached_node_id=node.pk,
+            updated_at=now(),
+        )
+    )
+
+
+def _node_volume_name(node: Node) -> str | None:
+    booking = node.booking
+    if booking.pool.volume_scope == NodePool.VolumeScope.NONE:
+        return None
+    kind, owner_id, _ = _owner(booking)
+    return volume_name(owner_kind=kind, owner_id=owner_id, region=node.region)  # type: ignore[arg-type]
+
+
+def volume_release(*, node: Node, driver: ProviderDriver, droplet_id: int) -> None:
+    """Detach our volume from `droplet_id` and wait until the provider confirms it.
+
+    Called by teardown before the destroy. Reads the provider's `droplet_ids`, not our row, so a
+    worker killed anywhere in here (or between here and the destroy) simply detaches again or
+    finds nothing to do. Raises VolumeDetachFailed (retry; the droplet stays) when the action
+    errors or does not finish in time.
+    """
+    volume = (
+        Volume.objects.filter(
+            provider_account_id=node.provider_account_id,
+            region=node.region,
+            name=_node_volume_name(node) or "",
+        )
+        .exclude(state=VolumeState.DELETED)
+        .first()
+    )
+    if volume is None or not volume.provider_id:
+        return
+    Volume.objects.filter(pk=volume.pk, state=VolumeState.ATTACHED).update(
+        state=VolumeState.DETACHING, updated_at=now()
+    )
+    action = driver.detach_volume(volume.provider_id, droplet_id)
+    crash_point("teardown.after_detach_request")
+    if action is not None:
+        deadline = time.monotonic() + settings.LABGPU_VOLUME_ACTION_WAIT_S
+        while action.status == "in-progress" and time.monotonic() < deadline:
+            time.sleep(0.2)
+            action = driver.volume_action(volume.provider_id, action.id)
+        if action.status != "completed":
+            raise VolumeDetachFailed(
+                f"detach of volume {volume.name} from droplet {droplet_id}: {action.status}",
+                retry_after=15.0,
+            )
+    if droplet_id in driver.get_volume(volume.provider_id).droplet_ids:
+        raise VolumeDetachFailed(f"volume {volume.name} still shows droplet {droplet_id}")
+    Volume.objects.filter(pk=volume.pk).exclude(state=VolumeState.DELETED).update(
+        state=VolumeState.AVAILABLE, attached_node=None, updated_at=now()
+    )
+    crash_point("teardown.after_detach")
+
+
+def volume_in_use(volume: Volume) -> bool:
+    """A booking uses it: a live node has it, or a booking of its owner in its pool region runs."""
+    if volume.attached_node_id is not None:
+        return True
+    live = Node.objects.filter(
+        region=volume.region,
+        status__in=Node.LIVE_STATUSES,
+        provider_account=volume.provider_account,
+    )
+    if volume.owner_user_id:
+        live = live.filter(booking__user_id=volume.owner_user_id)
+    else:
+        live = live.filter(booking__lab_id=volume.owner_lab_id)
+    return live.exclude(booking__pool__volume_scope=NodePool.VolumeScope.NONE).exists()
+
+
+def volume_delete(*, volume: Volume, driver: ProviderDriver) -> None:
+    """Delete a volume and its data; refused while a booking uses it."""
+    with transaction.atomic():
+        locked = Volume.objects.select_for_update().get(pk=volume.pk)
+        if locked.state == VolumeState.DELETED:
+            return
+        if volume_in_use(locked):
+            raise Conflict(
+                "This volume is in use by a booking; delete it after the booking ends.",
+                code="volume_in_use",
+            )
+        Volume.objects.filter(pk=locked.pk).update(state=VolumeState.DELETING, updated_at=now())
+    if locked.provider_id:
+        driver.delete_volume(locked.provider_id)
+    Volume.objects.filter(pk=locked.pk).update(
+        state=VolumeState.DELETED, deleted_at=now(), updated_at=now()
+    )

@@ -1,0 +1,189 @@
+"""Persistent volumes in the node lifecycle, against the emulator over real HTTP (every exchange
+validated against DigitalOcean's contract). The emulator's own state is the independent record."""
+
+from __future__ import annotations
+
+import pytest
+
+from emulator.contract import ExchangeRecorder, require_contract
+from emulator.testing import start_emulator
+from labgpu.core.errors import ApplicationError, Conflict
+from labgpu.providers import DropletSpec
+from labgpu.providers.digitalocean import DigitalOceanDriver
+from labgpu.provisioning.models import LabVolumeSize, Node, Volume
+from labgpu.provisioning.services.volumes import (
+    VolumeBusy,
+    VolumeDetachFailed,
+    lab_volume_size_set,
+    volume_delete,
+    volume_ensure_for_node,
+    volume_record_attached,
+    volume_release,
+    volume_size_for,
+)
+from labgpu.provisioning.tests.factories import NodeFactory
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+
+@pytest.fixture
+def emu(tmp_path):
+    handle = start_emulator(tmp_path / "emulator", agent_cmd="", volume_action_s=0.1)
+    yield handle
+    handle.close()
+
+
+@pytest.fixture
+def driver(emu):
+    require_contract()
+    recorder = ExchangeRecorder()
+    drv = DigitalOceanDriver(
+        base_url=emu.url, token="t", event_hooks=recorder.hooks, backoff_base_s=0.01
+    )
+    yield drv
+    drv.close()
+    recorder.assert_valid()
+
+
+@pytest.fixture
+def node(alice, vision_lab):
+    made = NodeFactory(booking__user=alice, booking__lab=vision_lab, region="tor1")
+    made.booking.pool.volume_scope = "user"
+    made.booking.pool.save(update_fields=["volume_scope"])
+    return made
+
+
+def create_droplet(driver, node, volume):
+    spec = DropletSpec(
+        node_id=node.pk,
+        region=node.region,
+        size=node.size,
+        image=node.image,
+        volume_ids=(volume.provider_id,),
+    )
+    return driver.create(spec)
+
+
+def record(node, droplet):
+    Node.objects.filter(pk=node.pk).update(provider_id=str(droplet.id))
+    node.refresh_from_db()
+    volume_record_attached(node=node)
+
+
+def test_one_volume_per_owner_and_region_sized_by_the_lab_setting(driver, emu, node, settings):
+    settings.LABGPU_VOLUME_MAX_GB = 50
+    LabVolumeSize.objects.create(lab=node.booking.lab, size_gb=40)
+
+    first = volume_ensure_for_node(node=node, driver=driver)
+    again = volume_ensure_for_node(node=node, driver=driver)
+
+    assert first.pk == again.pk
+    remote = emu.volumes()
+    assert [(v["name"], v["region"]["slug"], v["size_gigabytes"]) for v in remote] == [
+        (f"labgpu-u{node.booking.user_id}-tor1", "tor1", 40)
+    ]
+    assert remote[0]["id"] == first.provider_id
+
+
+def test_the_lab_admins_size_stays_within_the_site_limit(node, settings):
+    settings.LABGPU_VOLUME_MAX_GB = 200
+    with pytest.raises(ApplicationError) as refused:
+        lab_volume_size_set(lab=node.booking.lab, size_gb=500)
+    assert refused.value.extra["fields"]["size_gb"]
+    lab_volume_size_set(lab=node.booking.lab, size_gb=150)
+    settings.LABGPU_VOLUME_MAX_GB = 100  # the site admin lowered the limit later
+    assert volume_size_for(node.booking.lab) == 100
+
+
+def test_pools_without_a_volume_scope_get_no_volume(driver, emu, node):
+    node.booking.pool.volume_scope = "none"
+    node.booking.pool.save(update_fields=["volume_scope"])
+
+    assert volume_ensure_for_node(node=node, driver=driver) is None
+    assert emu.volumes() == []
+
+
+def test_worker_killed_between_attach_and_record_adopts_the_attachment(driver, emu, node):
+    volume = volume_ensure_for_node(node=node, driver=driver)
+    droplet = create_droplet(driver, node, volume)  # attached by the create; then the worker dies
+
+    # the retried provision: the volume is held by this node's own droplet, which is fine
+    again = volume_ensure_for_node(node=node, driver=driver)
+    record(node, droplet)
+
+    assert again.pk == volume.pk
+    volume.refresh_from_db()
+    assert volume.state == "attached" and volume.attached_node_id == node.pk
+    assert emu.volumes()[0]["droplet_ids"] == [droplet.id]
+
+
+def test_a_volume_still_on_another_nodes_droplet_makes_the_next_node_wait(driver, emu, node):
+    volume = volume_ensure_for_node(node=node, driver=driver)
+    record(node, create_droplet(driver, node, volume))
+    later = NodeFactory(
+        booking__user=node.booking.user,
+        booking__lab=node.booking.lab,
+        booking__pool=node.booking.pool,
+        booking__slot=1,
+    )
+
+    with pytest.raises(VolumeBusy):
+        volume_ensure_for_node(node=later, driver=driver)
+
+
+def test_teardown_detaches_and_confirms_and_a_kill_before_destroy_is_harmless(driver, emu, node):
+    volume = volume_ensure_for_node(node=node, driver=driver)
+    droplet = create_droplet(driver, node, volume)
+    record(node, droplet)
+
+    volume_release(node=node, driver=driver, droplet_id=droplet.id)
+    # killed here, before the destroy: the retried teardown releases again, with nothing to do
+    volume_release(node=node, driver=driver, droplet_id=droplet.id)
+
+    assert emu.volumes()[0]["droplet_ids"] == []
+    volume.refresh_from_db()
+    assert volume.state == "available" and volume.attached_node_id is None
+    assert volume.last_attached_node_id == node.pk
+    assert [d["id"] for d in emu.droplets()] == [droplet.id]  # release never destroys
+
+
+def test_a_failing_detach_keeps_the_volume_attached_and_is_retried(driver, emu, node):
+    volume = volume_ensure_for_node(node=node, driver=driver)
+    droplet = create_droplet(driver, node, volume)
+    record(node, droplet)
+    emu.set_faults(volume_action_errors=["detach"])
+
+    with pytest.raises(VolumeDetachFailed):
+        volume_release(node=node, driver=driver, droplet_id=droplet.id)
+
+    assert emu.volumes()[0]["droplet_ids"] == [droplet.id]
+    emu.set_faults(volume_action_errors=[])
+    volume_release(node=node, driver=driver, droplet_id=droplet.id)
+    assert emu.volumes()[0]["droplet_ids"] == []
+
+
+def test_a_volume_in_another_region_than_the_pool_is_left_alone(driver, emu, node):
+    elsewhere = emu.seed_volume(f"labgpu-u{node.booking.user_id}-nyc3", "nyc3", 10)
+
+    volume = volume_ensure_for_node(node=node, driver=driver)
+    create_droplet(driver, node, volume)
+
+    by_id = {v["id"]: v for v in emu.volumes()}
+    assert by_id[elsewhere["id"]]["droplet_ids"] == []
+    assert by_id[volume.provider_id]["region"]["slug"] == "tor1"
+
+
+def test_a_volume_is_never_deleted_while_a_booking_uses_it(driver, emu, node):
+    volume = volume_ensure_for_node(node=node, driver=driver)
+    droplet = create_droplet(driver, node, volume)
+    record(node, droplet)
+
+    with pytest.raises(Conflict):
+        volume_delete(volume=volume, driver=driver)
+    assert len(emu.volumes()) == 1
+
+    volume_release(node=node, driver=driver, droplet_id=droplet.id)
+    Node.objects.filter(pk=node.pk).update(status="destroyed")
+    volume_delete(volume=volume, driver=driver)
+    assert emu.volumes() == []
+    assert Volume.objects.get(pk=volume.pk).state == "deleted"
