@@ -24,6 +24,7 @@ from labgpu.catalog.models import Blackout, NodePool
 from labgpu.core.timeutils import (
     ceil_to_grid,
     hours,
+    iso,
     month_bounds,
     month_start,
     next_month,
@@ -344,12 +345,6 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
             }
         )
     return blocks
-
-
-def iso(moment: datetime) -> str:
-    """As DRF's DateTimeField writes a UTC moment: ISO 8601 with `Z`."""
-    text = moment.astimezone(UTC).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 @dataclass(frozen=True)

@@ -1,3 +1,6 @@
+from decimal import Decimal
+from typing import Any
+
 from rest_framework import serializers
 
 from labgpu.accounts.models import Lab
@@ -6,6 +9,7 @@ from labgpu.accounts.serializers import LabSummarySerializer, UserSummarySeriali
 from labgpu.api.fields import AwareDateTimeField, OwnPrimaryKeyRelatedField
 from labgpu.api.serializers import CachedFieldsModelSerializer, CachedFieldsSerializer
 from labgpu.bookings.models import Booking, Notification
+from labgpu.core.timeutils import iso
 
 
 class BookingNodeSerializer(serializers.Serializer):
@@ -79,6 +83,85 @@ class BookingSerializer(CachedFieldsModelSerializer):
             "updated_at",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: Booking) -> dict[str, Any]:
+        # The fields above document the answer (the schema); booking_representation writes it
+        # (a page of 50 through DRF's per-field machinery cost more than everything else the
+        # list does). tests/test_lean_reads.py holds the two to the same output.
+        return booking_representation(instance)
+
+
+def _decimal(value: Any, exponent: Decimal) -> str | None:
+    """As DRF's DecimalField writes a value of that many decimal places (a string)."""
+    if value is None:
+        return None
+    if not isinstance(value, Decimal):  # an attribute set in Python, not read back
+        value = Decimal(str(value).strip())
+    return f"{value.quantize(exponent):f}"
+
+
+def _moment(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else iso(value)
+
+
+CENTS, FOUR_PLACES = Decimal("0.01"), Decimal("0.0001")
+
+
+def booking_representation(booking: Booking) -> dict[str, Any]:
+    """BookingSerializer's answer for `booking`, as plain dicts (lab, user, pool, decided_by,
+    ended_by loaded with it; its nodes prefetched where it can have one)."""
+    lab, user, node = booking.lab, booking.user, booking.current_node
+    decided_by, ended_by = booking.decided_by, booking.ended_by
+    return {
+        "id": booking.pk,
+        "pool": booking.pool_id,
+        "pool_name": booking.pool.name,
+        "instance_type": booking.pool.instance_type_id,
+        "lab": {"id": lab.pk, "name": lab.name, "slug": lab.slug},
+        "user": {
+            "id": user.pk,
+            "username": user.username,
+            "first_name": user.first_name,
+            "last_name": user.last_name,
+        },
+        "start": iso(booking.start),
+        "end": iso(booking.end),
+        "pending_end": _moment(booking.pending_end),
+        "purpose": booking.purpose,
+        "status": booking.status,
+        "status_changed_at": _moment(booking.status_changed_at),
+        "on_demand": booking.on_demand,
+        "gpu_count": booking.gpu_count,
+        "price_per_hour": _decimal(booking.price_per_hour, FOUR_PLACES),
+        "gpu_hours": _decimal(booking.gpu_hours, CENTS),
+        "estimated_cost": _decimal(booking.estimated_cost, CENTS),
+        "consumed_gpu_hours": _decimal(booking.consumed_gpu_hours, FOUR_PLACES),
+        "decided_by": None if decided_by is None else decided_by.username,
+        "decided_at": _moment(booking.decided_at),
+        "decision_reason": booking.decision_reason,
+        "ended_by": None if ended_by is None else ended_by.username,
+        "ended_at": _moment(booking.ended_at),
+        "actual_end": iso(booking.actual_end),
+        "failure_reason": booking.failure_reason,
+        "actual_cost": _decimal(booking.actual_cost, CENTS),
+        "node": None
+        if node is None
+        else {
+            "id": node.pk,
+            "attempt": node.attempt,
+            "status": node.status,
+            "public_ip": None if node.public_ip is None else str(node.public_ip),
+            "ssh_user": node.SSH_USER,
+            "ssh_command": node.ssh_command,
+            "failure_reason": node.failure_reason,
+            "status_changed_at": _moment(node.status_changed_at),
+            "stuck": node.is_stuck,
+            "last_error": node.last_error,
+            "last_error_at": _moment(node.last_error_at),
+        },
+        "created_at": iso(booking.created_at),
+        "updated_at": iso(booking.updated_at),
+    }
 
 
 class BookingCreateSerializer(CachedFieldsSerializer):

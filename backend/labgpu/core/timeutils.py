@@ -23,6 +23,18 @@ def now() -> datetime:
     return timezone.now()
 
 
+def iso(moment: datetime) -> str:
+    """As DRF's DateTimeField writes a moment (the server's zone is UTC): ISO 8601 with `Z`.
+
+    Hot: a calendar's month formats a thousand of them, and a moment read from the database is
+    already in UTC (`datetime.UTC`), so it is formatted as it is.
+    """
+    if moment.tzinfo is not UTC:
+        # A naive one (a bug, I-7) is read as UTC, as DRF reads it in the server's zone.
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return moment.isoformat()[:-6] + "Z"
+
+
 def is_aligned(moment: datetime, minutes: int) -> bool:
     """True when `moment` sits on a `minutes` grid counted from midnight UTC."""
     if minutes <= 1:
