@@ -31,6 +31,9 @@ _SAFE_PROFILE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SAFE_PIP_SPEC = re.compile(r"^[A-Za-z0-9._\-\[\],<>=!~@:/+]{1,300}$")
 _SSH_KEY = re.compile(r"^(ssh|ecdsa|sk)-[a-z0-9@.\-]+ [A-Za-z0-9+/=]+( [^\n\r]{0,200})?$")
 _ENV_LINE = re.compile(r"^\s*(LABGPU_[A-Z0-9_]+)=(\S*)\s*$")
+_VOLUME_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+DATA_MOUNT = "/data"
+DATA_SCRIPT = "/usr/local/sbin/labgpu-data"
 
 
 def _check(name: str, value: str, pattern: re.Pattern[str]) -> str:
@@ -47,6 +50,7 @@ def render_user_data(
     ssh_authorized_keys: Sequence[str] = (),
     agent_pip_spec: str = "labgpu-agent",
     install_smoke: bool = True,
+    data_volume: str | None = None,
 ) -> str:
     """A `#cloud-config` document (≤ 64 KiB) that installs and starts the node agent.
 
@@ -56,6 +60,11 @@ def render_user_data(
     registered on the account, not raw public keys. `install_smoke` installs the agent with its
     `smoke` extra (torch, diffusers, transformers); a pool whose image already has them turns it
     off. Without them every smoke test is skipped, and a required one fails the node.
+
+    `data_volume` is the name of the block-storage volume attached at create: the
+    `labgpu-data` unit mounts it at /data, formatting it (ext4) only when it carries no
+    filesystem yet, and on shutdown syncs and unmounts it (teardown shuts the droplet down
+    before it detaches the volume).
     """
     parts = urlsplit(api_url)
     if parts.scheme not in {"http", "https"} or not parts.netloc:
@@ -99,6 +108,56 @@ def render_user_data(
         "WantedBy=multi-user.target",
     ]
 
+    data_files: list[str] = []
+    data_cmds: list[str] = []
+    if data_volume is not None:
+        if not _VOLUME_NAME.match(data_volume):
+            raise ValueError(f"not a volume name: {data_volume[:40]!r}")
+        device = f"/dev/disk/by-id/scsi-0DO_Volume_{data_volume}"
+        script = [
+            "#!/bin/sh",
+            "# Mount the LabGPU data volume at /data; format it only when it has no filesystem.",
+            "set -eu",
+            f"DEV={device}",
+            "i=0",
+            'while [ ! -b "$DEV" ] && [ "$i" -lt 90 ]; do sleep 2; i=$((i + 1)); done',
+            '[ -b "$DEV" ] || { echo "labgpu-data: $DEV is not attached" >&2; exit 1; }',
+            "# blkid -p exits 2 when it finds no signature at all: only then is the volume new",
+            'rc=0; blkid -p "$DEV" >/dev/null 2>&1 || rc=$?',
+            'if [ "$rc" -eq 2 ]; then mkfs.ext4 -q -L labgpu-data "$DEV";',
+            'elif [ "$rc" -ne 0 ]; then echo "labgpu-data: blkid failed ($rc)" >&2; exit 1; fi',
+            f"mkdir -p {DATA_MOUNT}",
+            f'mountpoint -q {DATA_MOUNT} || mount -o defaults,nofail,discard "$DEV" {DATA_MOUNT}',
+        ]
+        data_unit = [
+            "[Unit]",
+            "Description=LabGPU persistent data volume at /data",
+            "Before=labgpu-agent.service",
+            "",
+            "[Service]",
+            "Type=oneshot",
+            "RemainAfterExit=yes",
+            f"ExecStart={DATA_SCRIPT}",
+            # the shutdown hook: teardown shuts the droplet down before detaching the volume
+            f"ExecStop=/bin/sh -c 'sync; umount {DATA_MOUNT} || umount -l {DATA_MOUNT}; sync'",
+            "",
+            "[Install]",
+            "WantedBy=multi-user.target",
+        ]
+        data_files = [
+            f"  - path: {DATA_SCRIPT}",
+            "    owner: root:root",
+            "    permissions: '0755'",
+            "    content: |",
+            "\n".join(f"      {line}" if line else "" for line in script),
+            "  - path: /etc/systemd/system/labgpu-data.service",
+            "    owner: root:root",
+            "    permissions: '0644'",
+            "    content: |",
+            "\n".join(f"      {line}" if line else "" for line in data_unit),
+        ]
+        data_cmds = ["  - [systemctl, enable, --now, labgpu-data.service]"]
+
     def block(lines: Sequence[str]) -> str:
         return "\n".join(f"      {line}" if line else "" for line in lines)
 
@@ -126,10 +185,12 @@ def render_user_data(
         "    permissions: '0644'",
         "    content: |",
         block(unit),
+        *data_files,
         "runcmd:",
         f"  - [python3, -m, venv, --system-site-packages, {AGENT_VENV}]",
         f"  - [{AGENT_VENV}/bin/pip, install, --upgrade, {q(agent_pip_spec)}]",
         "  - [systemctl, daemon-reload]",
+        *data_cmds,
         "  - [systemctl, enable, --now, labgpu-agent.service]",
         "",
     ]

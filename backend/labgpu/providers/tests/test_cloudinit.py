@@ -69,3 +69,76 @@ def test_user_data_over_64_kib_is_refused():
     many_keys = [f"ssh-ed25519 {'A' * 180} key{i}" for i in range(400)]
     with pytest.raises(ValueError, match="64 KiB"):
         render(ssh_authorized_keys=many_keys)
+
+
+def test_without_a_volume_nothing_is_mounted():
+    doc = yaml.safe_load(render())
+    assert "/etc/systemd/system/labgpu-data.service" not in {f["path"] for f in doc["write_files"]}
+
+
+def test_the_data_volume_is_mounted_at_data_and_unmounted_on_shutdown():
+    doc = yaml.safe_load(render(data_volume="labgpu-u7-tor1"))
+    files = {f["path"]: f["content"] for f in doc["write_files"]}
+    script = files["/usr/local/sbin/labgpu-data"]
+    unit = files["/etc/systemd/system/labgpu-data.service"]
+
+    assert "DEV=/dev/disk/by-id/scsi-0DO_Volume_labgpu-u7-tor1" in script
+    assert "Before=labgpu-agent.service" in unit
+    assert "ExecStop=/bin/sh -c 'sync; umount /data" in unit
+    commands = [" ".join(map(str, c)) for c in doc["runcmd"]]
+    assert commands.index("systemctl enable --now labgpu-data.service") < commands.index(
+        "systemctl enable --now labgpu-agent.service"
+    )
+    with pytest.raises(ValueError):
+        render(data_volume="Bad Name; rm -rf /")
+
+
+@pytest.mark.parametrize(
+    ("blkid_rc", "formats", "script_rc"),
+    [(2, True, 0), (0, False, 0), (4, False, 1)],
+    ids=["new-volume-is-formatted", "existing-filesystem-is-kept", "probe-error-stops"],
+)
+def test_the_mount_script_formats_only_a_volume_without_a_filesystem(
+    tmp_path, blkid_rc, formats, script_rc
+):
+    """Runs the real script with stub tools: `blkid -p` exits 2 only when no signature exists."""
+    import subprocess
+
+    doc = yaml.safe_load(render(data_volume="labgpu-u7-tor1"))
+    script = {f["path"]: f["content"] for f in doc["write_files"]}["/usr/local/sbin/labgpu-data"]
+    device, mount_dir, bin_dir, log = (
+        tmp_path / "dev",
+        tmp_path / "data",
+        tmp_path / "bin",
+        tmp_path / "log",
+    )
+    device.write_text("")
+    bin_dir.mkdir()
+    script = (
+        script.replace("/dev/disk/by-id/scsi-0DO_Volume_labgpu-u7-tor1", str(device))
+        .replace('-b "$DEV"', '-e "$DEV"')
+        .replace("/data", str(mount_dir))
+    )
+    stubs = {
+        "blkid": f"exit {blkid_rc}",
+        "mkfs.ext4": f'echo mkfs "$@" >> {log}',
+        "mountpoint": "exit 1",
+        "mount": f'echo mount "$@" >> {log}',
+    }
+    for name, body in stubs.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "labgpu-data").write_text(script)
+
+    done = subprocess.run(
+        ["sh", str(tmp_path / "labgpu-data")],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    calls = log.read_text() if log.exists() else ""
+    assert done.returncode == script_rc, done.stderr
+    assert ("mkfs" in calls) is formats
+    assert ("mount" in calls.replace("mkfs", "")) is (script_rc == 0)

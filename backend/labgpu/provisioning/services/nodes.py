@@ -38,7 +38,7 @@ from labgpu.providers import (
 from labgpu.providers.cloudinit import render_user_data
 from labgpu.provisioning.dispatch import enqueue_on_commit
 from labgpu.provisioning.drivers import driver_for
-from labgpu.provisioning.models import Node
+from labgpu.provisioning.models import Node, Volume
 from labgpu.provisioning.services.agent import node_ready_if_usable
 from labgpu.provisioning.services.volumes import (
     volume_ensure_for_node,
@@ -247,7 +247,7 @@ def _create_in_some_region(node: Node, *, first_try: bool) -> tuple[Droplet, boo
                 # The owner's /data in this region, attached by the create itself (a retried
                 # create adopts the droplet, and with it the attachment).
                 volume = volume_ensure_for_node(node=node, driver=driver)
-                spec = _droplet_spec(node, volume_ids=(volume.provider_id,) if volume else ())
+                spec = _droplet_spec(node, volume=volume)
                 if first_try:
                     _renew_lease(node.pk)()
                     return driver.create(spec), False
@@ -364,7 +364,7 @@ def _meter_droplet(
     )
 
 
-def _droplet_spec(node: Node, *, volume_ids: tuple[str, ...] = ()) -> DropletSpec:
+def _droplet_spec(node: Node, *, volume: Volume | None = None) -> DropletSpec:
     booking = node.booking
     instance_type = booking.pool.instance_type
     user_data = render_user_data(
@@ -372,6 +372,7 @@ def _droplet_spec(node: Node, *, volume_ids: tuple[str, ...] = ()) -> DropletSpe
         bootstrap_token=bootstrap_token_for(node.pk),
         ssh_authorized_keys=list(booking.user.ssh_keys.values_list("public_key", flat=True)),
         install_smoke=not booking.pool.smoke_preinstalled,
+        data_volume=volume.name if volume else None,
     )
     return DropletSpec(
         node_id=node.pk,
@@ -380,7 +381,7 @@ def _droplet_spec(node: Node, *, volume_ids: tuple[str, ...] = ()) -> DropletSpe
         image=node.image,
         user_data=user_data,
         tags=("labgpu", f"labgpu-booking-{booking.pk}", f"labgpu-type-{instance_type.slug}"),
-        volume_ids=volume_ids,
+        volume_ids=(volume.provider_id,) if volume else (),
     )
 
 
