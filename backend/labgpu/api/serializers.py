@@ -24,8 +24,10 @@ from rest_framework import serializers
 
 
 def _copy_field(field: serializers.Field) -> serializers.Field:
-    if isinstance(field, serializers.BaseSerializer) or hasattr(field, "child") or hasattr(
-        field, "child_relation"
+    if (
+        isinstance(field, serializers.BaseSerializer)
+        or hasattr(field, "child")
+        or hasattr(field, "child_relation")
     ):
         return copy.deepcopy(field)
     # copy.copy's protocol (__reduce_ex__, then _reconstruct) costs several times this.

@@ -23,7 +23,7 @@ from labgpu.bookings.services.snapshot import Ask, pool_lock, snapshot_load
 from labgpu.catalog.models import NodePool
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.outbox import enqueue_on_commit
-from labgpu.core.rows import JoinedRows
+from labgpu.core.rows import JoinedRows, RowInsert
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 
@@ -66,7 +66,7 @@ def booking_create(
                 user=user, pool_id=pool_id, start=start, end=end, purpose=purpose, lab=lab
             )
             if idempotency_key:
-                IdempotencyKey.objects.create(
+                _IDEMPOTENCY_KEY_INSERT.create(
                     user=user,
                     key=idempotency_key,
                     request_fingerprint=request_fingerprint,
@@ -105,6 +105,11 @@ _MEMBERSHIPS_WITH_LAB = JoinedRows(
     f'FROM "{Membership._meta.db_table}" m JOIN "{Lab._meta.db_table}" l ON l.id = m.lab_id '
     "WHERE m.user_id = %s ORDER BY m.id",
 )
+
+
+# Booking.objects.create / IdempotencyKey.objects.create, the INSERT compiled once (core.rows).
+_BOOKING_INSERT = RowInsert(Booking)
+_IDEMPOTENCY_KEY_INSERT = RowInsert(IdempotencyKey)
 
 
 def _member_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
@@ -155,7 +160,7 @@ def _booking_create(
     snap = snapshot_load(ask, pool)
     check_all(ask, snap)
     instance_type = pool.instance_type
-    booking = Booking.objects.create(
+    booking = _BOOKING_INSERT.create(
         lab=lab,
         user=user,
         pool=pool,
