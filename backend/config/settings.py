@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "labgpu.sso",
     "labgpu.directory",
     "labgpu.invitations",
+    "labgpu.chat",
 ]
 
 MIDDLEWARE = [
@@ -263,6 +264,8 @@ SPECTACULAR_SETTINGS = {
         "FeedKindEnum": "labgpu.feeds.models.CalendarFeed.Kind",
         "InvitationStatusEnum": "labgpu.invitations.models.Invitation.Status",
         "GroupMappingRoleEnum": "labgpu.sso.models.GroupMapping.Role",
+        "ChatChannelKindEnum": "labgpu.chat.models.ChatChannel.Kind",
+        "ChatDeliveryStatusEnum": "labgpu.chat.models.ChatDelivery.Status",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -414,6 +417,18 @@ LABGPU_PROVIDER_MAX_RETRY_WAIT_S = float(os.environ.get("LABGPU_PROVIDER_MAX_RET
 # Token variables must be named LABGPU_PROVIDER_TOKEN_* (docs/security.md).
 LABGPU_PROVIDER_ALLOWED_BASE_URLS = env_list("LABGPU_PROVIDER_ALLOWED_BASE_URLS", "")
 LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", "30"))
+
+# --- Chat notifications (labgpu.chat; docs/chat.md, docs/operations.md "Chat notifications") ----
+# Fernet keys (comma-separated, first encrypts, all decrypt) for channel webhook URLs and secrets.
+# Unset: derived from SECRET_KEY (then changing SECRET_KEY makes stored channels unreadable).
+LABGPU_CHANNEL_KEY = os.environ.get("LABGPU_CHANNEL_KEY", "")
+# Accept http:// and loopback webhook URLs for any kind (tests, `make run`'s local sink). Never in
+# production: it lets a channel post to this host's own services.
+LABGPU_CHAT_ALLOW_LOOPBACK = env_bool("LABGPU_CHAT_ALLOW_LOOPBACK", False)
+LABGPU_CHAT_MAX_ATTEMPTS = int(os.environ.get("LABGPU_CHAT_MAX_ATTEMPTS", "6"))
+# Back-off before retry n: this × 2^(n-1) seconds (30 s, 1 min, 2 min, 4 min, 8 min by default).
+LABGPU_CHAT_RETRY_BASE_S = float(os.environ.get("LABGPU_CHAT_RETRY_BASE_S", "30"))
+LABGPU_CHAT_TIMEOUT_S = float(os.environ.get("LABGPU_CHAT_TIMEOUT_S", "10"))
 
 # --- Operations: structured logs, metrics, CSP (labgpu.ops; docs/operations.md) -----------------
 # JSON lines carrying request_id / task_id in production, readable text on a laptop. This

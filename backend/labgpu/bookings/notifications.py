@@ -1,4 +1,6 @@
-"""Emails to people about their bookings (console backend in development).
+"""Emails to people about their bookings (console backend in development), the app's
+notification list, and chat channels (labgpu.chat: the user's own and their lab's channels that
+subscribe to the event, each in the channel's language).
 
 Sent after the transaction commits, in the recipient's language, with times in their time zone
 named unambiguously (the IANA name and the UTC offset: "CST" is China to some readers and the US
@@ -15,6 +17,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from labgpu.bookings.models import Booking, Notification
+from labgpu.chat.services import chat_notify
 from labgpu.core.timeutils import now
 
 logger = logging.getLogger(__name__)
@@ -57,6 +60,23 @@ def _send(  # type: ignore[no-untyped-def]
         logger.exception("could not email %s: %s", user.username, subject)
 
 
+def _chat(event: str, booking: Booking, *, to_lab: bool = False, **context: object) -> None:
+    """Post `event` about `booking` to its owner's chat channels (and its lab's with `to_lab`)."""
+    chat_notify(
+        event,
+        user=booking.user,
+        lab=booking.lab if to_lab else None,
+        context={
+            "booking_id": booking.pk,
+            "pool": booking.pool.name,
+            "start": booking.start,
+            "end": booking.end,
+            "url": booking_url(booking),
+            **context,
+        },
+    )
+
+
 def ssh_command(booking: Booking) -> str | None:
     node = booking.nodes.filter(status="ready").order_by("-attempt").first()
     return node.ssh_command if node else None
@@ -77,6 +97,29 @@ def booking_decided(booking: Booking) -> None:
         }
         body = _with_link(body, booking)
     _send(user, subject, body, booking)
+    _chat(
+        "booking_decided",
+        booking,
+        approved=booking.status == Booking.Status.SCHEDULED,
+        reason=booking.decision_reason,
+    )
+
+
+def booking_approval_needed(booking: Booking) -> None:
+    """A booking waits for a lab admin: the lab's chat channels hear of it (the approval queue
+    and its badge are the in-app signal)."""
+    chat_notify(
+        "approval_needed",
+        lab=booking.lab,
+        context={
+            "booking_id": booking.pk,
+            "user": booking.user.get_full_name() or booking.user.username,
+            "pool": booking.pool.name,
+            "start": booking.start,
+            "end": booking.end,
+            "url": booking_url(booking),
+        },
+    )
 
 
 def booking_extension_decided(booking: Booking, *, approved: bool, reason: str) -> None:
@@ -109,6 +152,7 @@ def booking_ready(booking: Booking) -> None:
         }
         body = _with_link(body, booking)
     _send(user, subject, body, booking)
+    _chat("booking_ready", booking, ssh=ssh_command(booking) or "-")
 
 
 def booking_ending_soon(booking: Booking) -> None:
@@ -124,6 +168,7 @@ def booking_ending_soon(booking: Booking) -> None:
         )
         body = _with_link(body, booking)
     _send(user, subject, body, booking)
+    _chat("booking_ending_soon", booking)
 
 
 def booking_failed(booking: Booking) -> None:
@@ -136,6 +181,7 @@ def booking_failed(booking: Booking) -> None:
         ) % {"reason": booking.failure_reason}
         body = _with_link(body, booking)
     _send(user, subject, body, booking)
+    _chat("booking_failed", booking, to_lab=True, reason=booking.failure_reason)
 
 
 def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> None:  # type: ignore[no-untyped-def]
@@ -149,6 +195,16 @@ def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> N
             }
             body = _("Lab admins can request more quota in LabGPU.")
         _send(user, subject, body)
+    chat_notify(
+        "quota_threshold",
+        lab=lab,
+        context={
+            "lab": lab.name,
+            "percent": percent,
+            "instance_type": instance_type.name,
+            "month": month.strftime("%Y-%m"),
+        },
+    )
 
 
 def booking_capacity_warning(booking: Booking, *, regions: list[str], recipients) -> None:  # type: ignore[no-untyped-def]

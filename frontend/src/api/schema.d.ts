@@ -365,6 +365,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/chat-channels/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Chat notification channels: yours, and those of the labs you administer. The webhook URL
+         *     and secret go in once, at creation, and never come back (`hint` shows which one it is).
+         */
+        get: operations["v1_chat_channels_list"];
+        put?: never;
+        /**
+         * @description Chat notification channels: yours, and those of the labs you administer. The webhook URL
+         *     and secret go in once, at creation, and never come back (`hint` shows which one it is).
+         */
+        post: operations["v1_chat_channels_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/chat-channels/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Chat notification channels: yours, and those of the labs you administer. The webhook URL
+         *     and secret go in once, at creation, and never come back (`hint` shows which one it is).
+         */
+        get: operations["v1_chat_channels_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * @description Chat notification channels: yours, and those of the labs you administer. The webhook URL
+         *     and secret go in once, at creation, and never come back (`hint` shows which one it is).
+         */
+        delete: operations["v1_chat_channels_destroy"];
+        options?: never;
+        head?: never;
+        /**
+         * @description Chat notification channels: yours, and those of the labs you administer. The webhook URL
+         *     and secret go in once, at creation, and never come back (`hint` shows which one it is).
+         */
+        patch: operations["v1_chat_channels_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/chat-channels/{id}/deliveries/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The channel's last 50 deliveries, newest first. */
+        get: operations["v1_chat_channels_deliveries_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/chat-channels/{id}/test/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Send a test message now (through the same queue as real events). */
+        post: operations["v1_chat_channels_test_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/feeds/": {
         parameters: {
             query?: never;
@@ -1560,6 +1646,67 @@ export interface components {
             /** Format: uri */
             readonly url: string;
         };
+        ChatChannel: {
+            readonly id: number;
+            readonly name: string;
+            readonly kind: components["schemas"]["ChatChannelKindEnum"];
+            /** @description Scheme, host and the last four characters of the webhook URL; the URL and secret are never shown again after creation. */
+            readonly hint: string;
+            readonly lab: number | null;
+            readonly lab_name: string | null;
+            readonly events: components["schemas"]["EventsEnum"][];
+            readonly language: components["schemas"]["LanguageEnum"];
+            readonly timezone: string;
+            readonly last_delivery_status: string | null;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        ChatChannelCreateRequest: {
+            kind: components["schemas"]["ChatChannelKindEnum"];
+            name: string;
+            /** @description The webhook URL the platform gave you (it is a secret: stored encrypted, never shown again). */
+            url: string;
+            /** @description Feishu/Lark and DingTalk: the bot's signing secret (optional). Generic webhook: required (16+ characters), signs `X-LabGPU-Signature`. */
+            secret?: string;
+            /** @description A lab you administer: the channel is the lab's. Empty: your own channel. */
+            lab?: number | null;
+            /** @description The events posted to this channel (default: all). */
+            events?: components["schemas"]["EventsEnum"][];
+            language?: components["schemas"]["LanguageEnum"];
+            timezone?: string;
+        };
+        /**
+         * @description * `slack` - Slack incoming webhook
+         *     * `feishu` - Feishu / Lark custom bot
+         *     * `dingtalk` - DingTalk robot
+         *     * `wecom` - WeCom group bot
+         *     * `webhook` - Generic JSON webhook (HMAC-SHA256)
+         * @enum {string}
+         */
+        ChatChannelKindEnum: "slack" | "feishu" | "dingtalk" | "wecom" | "webhook";
+        ChatDelivery: {
+            readonly id: number;
+            readonly event: components["schemas"]["EventEnum"];
+            readonly title: string;
+            readonly status: components["schemas"]["ChatDeliveryStatusEnum"];
+            readonly attempts: number;
+            readonly http_status: number | null;
+            readonly error: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly last_attempt_at: string | null;
+            /** Format: date-time */
+            readonly sent_at: string | null;
+        };
+        /**
+         * @description * `pending` - Pending
+         *     * `retrying` - Retrying
+         *     * `sent` - Sent
+         *     * `failed` - Failed
+         * @enum {string}
+         */
+        ChatDeliveryStatusEnum: "pending" | "retrying" | "sent" | "failed";
         CsrfOk: {
             detail: string;
         };
@@ -1594,6 +1741,31 @@ export interface components {
             /** Format: date-time */
             deep_check_requested_at: string;
         };
+        /**
+         * @description * `booking_ready` - Node ready
+         *     * `booking_ending_soon` - Booking ending soon
+         *     * `booking_failed` - Booking failed or node replaced
+         *     * `approval_needed` - Approval needed
+         *     * `booking_decided` - Booking approved or rejected
+         *     * `quota_threshold` - Quota at 80 % / 100 %
+         *     * `idle_warning` - Idle warning
+         *     * `volume_near_full` - Volume near full
+         *     * `test` - Test message
+         * @enum {string}
+         */
+        EventEnum: "booking_ready" | "booking_ending_soon" | "booking_failed" | "approval_needed" | "booking_decided" | "quota_threshold" | "idle_warning" | "volume_near_full" | "test";
+        /**
+         * @description * `booking_ready` - booking_ready
+         *     * `booking_ending_soon` - booking_ending_soon
+         *     * `booking_failed` - booking_failed
+         *     * `approval_needed` - approval_needed
+         *     * `booking_decided` - booking_decided
+         *     * `quota_threshold` - quota_threshold
+         *     * `idle_warning` - idle_warning
+         *     * `volume_near_full` - volume_near_full
+         * @enum {string}
+         */
+        EventsEnum: "booking_ready" | "booking_ending_soon" | "booking_failed" | "approval_needed" | "booking_decided" | "quota_threshold" | "idle_warning" | "volume_near_full";
         /**
          * @description * `user` - My bookings
          *     * `pool` - Pool
@@ -2167,6 +2339,11 @@ export interface components {
             /** Format: date-time */
             end?: string;
             reason?: string;
+        };
+        PatchedChatChannelUpdateRequest: {
+            name?: string;
+            events?: components["schemas"]["EventsEnum"][];
+            language?: components["schemas"]["LanguageEnum"];
         };
         PatchedGroupMappingRequest: {
             group?: string;
@@ -4948,6 +5125,503 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BulkDecisionResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_chat_channels_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatChannel"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_chat_channels_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatChannelCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatChannel"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_chat_channels_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this chat channel. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatChannel"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_chat_channels_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this chat channel. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_chat_channels_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this chat channel. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedChatChannelUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatChannel"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_chat_channels_deliveries_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this chat channel. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatDelivery"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_chat_channels_test_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this chat channel. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatDelivery"];
                 };
             };
             /** @description Invalid input */

@@ -178,6 +178,8 @@ def _booking_create(
     )
     if crosses_quota_alert(ask, snap):
         transaction.on_commit(lambda: quota_alerts_send(booking=booking))
+    if booking.status == Status.PENDING:
+        transaction.on_commit(lambda: notifications.booking_approval_needed(booking))
     audit_record(
         actor=user,
         action="booking.create",

@@ -1,0 +1,105 @@
+from rest_framework import serializers
+
+from labgpu.accounts.models import Lab
+from labgpu.chat.kinds import MAX_SECRET, MAX_URL, SIGNATURE_HEADER
+from labgpu.chat.models import SUBSCRIBABLE_EVENTS, ChatChannel, ChatDelivery
+
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+
+
+class ChatChannelSerializer(serializers.ModelSerializer):
+    kind = serializers.ChoiceField(choices=ChatChannel.Kind.choices, read_only=True)
+    hint = serializers.CharField(
+        read_only=True,
+        help_text="Scheme, host and the last four characters of the webhook URL; the URL and "
+        "secret are never shown again after creation.",
+    )
+    lab_name = serializers.CharField(source="lab.name", read_only=True, allow_null=True)
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=SUBSCRIBABLE_EVENTS), read_only=True
+    )
+    last_delivery_status = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ChatChannel
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "hint",
+            "lab",
+            "lab_name",
+            "events",
+            "language",
+            "timezone",
+            "last_delivery_status",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    def get_last_delivery_status(self, channel: ChatChannel) -> str | None:
+        last = getattr(channel, "last_status", None)
+        return last
+
+
+class ChatChannelCreateSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=ChatChannel.Kind.choices)
+    name = serializers.CharField(max_length=100)
+    url = serializers.CharField(
+        max_length=MAX_URL,
+        write_only=True,
+        help_text="The webhook URL the platform gave you (it is a secret: stored encrypted, never "
+        "shown again).",
+    )
+    secret = serializers.CharField(
+        max_length=MAX_SECRET,
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        help_text="Feishu/Lark and DingTalk: the bot's signing secret (optional). Generic "
+        f"webhook: required (16+ characters), signs `{SIGNATURE_HEADER}`.",
+    )
+    lab = serializers.PrimaryKeyRelatedField(
+        queryset=Lab.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="A lab you administer: the channel is the lab's. Empty: your own channel.",
+    )
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=SUBSCRIBABLE_EVENTS),
+        required=False,
+        max_length=len(SUBSCRIBABLE_EVENTS),
+        help_text="The events posted to this channel (default: all).",
+    )
+    language = serializers.ChoiceField(choices=LANGUAGES, required=False)
+    timezone = serializers.CharField(max_length=64, required=False, allow_blank=True)
+
+
+class ChatChannelUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, required=False)
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=SUBSCRIBABLE_EVENTS),
+        required=False,
+        max_length=len(SUBSCRIBABLE_EVENTS),
+    )
+    language = serializers.ChoiceField(choices=LANGUAGES, required=False)
+
+
+class ChatDeliverySerializer(serializers.ModelSerializer):
+    status = serializers.ChoiceField(choices=ChatDelivery.Status.choices, read_only=True)
+
+    class Meta:
+        model = ChatDelivery
+        fields = [
+            "id",
+            "event",
+            "title",
+            "status",
+            "attempts",
+            "http_status",
+            "error",
+            "created_at",
+            "last_attempt_at",
+            "sent_at",
+        ]
+        read_only_fields = fields

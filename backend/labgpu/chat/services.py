@@ -1,0 +1,287 @@
+"""Chat channels: add, test, remove; and `chat_notify`, the one way an app posts an event to the
+channels that want it. Delivery runs in a Celery task (enqueued by name through the outbox, so a
+delivery row and the work to send it commit together) with retries and exponential back-off."""
+
+import logging
+import zoneinfo
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from labgpu.accounts.models import Lab, User
+from labgpu.accounts.services import require_lab_admin
+from labgpu.audit.services import audit_record
+from labgpu.chat import crypto, kinds
+from labgpu.chat.messages import render
+from labgpu.chat.models import SUBSCRIBABLE_EVENTS, ChatChannel, ChatDelivery, Event
+from labgpu.core.errors import ApplicationError, NotPermitted
+from labgpu.core.outbox import enqueue_on_commit
+from labgpu.core.timeutils import now
+
+logger = logging.getLogger(__name__)
+
+DELIVER_TASK = "labgpu.chat.tasks.deliver_chat_message"
+MAX_RESPONSE_BYTES = 64 * 1024
+Status = ChatDelivery.Status
+
+
+def require_channel_manager(*, actor: User, channel: ChatChannel) -> None:
+    """A user manages their own channels; a lab's lab admins (and site admins) manage its."""
+    if channel.user_id is not None:
+        if channel.user_id != actor.pk:
+            raise NotPermitted("This is someone else's channel.", code="not_channel_owner")
+        return
+    assert channel.lab is not None
+    require_lab_admin(actor=actor, lab=channel.lab)
+
+
+def _clean_events(events: list[str] | None) -> list[str]:
+    if events is None:
+        return list(SUBSCRIBABLE_EVENTS)
+    unknown = sorted(set(events) - set(SUBSCRIBABLE_EVENTS))
+    if unknown:
+        raise ApplicationError(
+            f"Unknown events: {', '.join(unknown)}.", code="invalid_events", field="events"
+        )
+    return [event for event in SUBSCRIBABLE_EVENTS if event in events]
+
+
+@transaction.atomic
+def channel_create(
+    *,
+    actor: User,
+    kind: str,
+    name: str,
+    url: str,
+    secret: str = "",
+    lab: Lab | None = None,
+    events: list[str] | None = None,
+    language: str = "",
+    timezone: str = "",
+) -> ChatChannel:
+    """A channel of `actor` (or of `lab`, which `actor` administers). The URL and secret are
+    sealed and never shown again; `hint` is what the API shows."""
+    if kind not in ChatChannel.Kind.values:
+        raise ApplicationError(f"Unknown kind {kind!r}.", code="invalid_kind", field="kind")
+    if lab is not None:
+        require_lab_admin(actor=actor, lab=lab)
+    if len(secret) > kinds.MAX_SECRET:
+        raise ApplicationError(
+            f"The secret is longer than {kinds.MAX_SECRET} characters.",
+            code="invalid_secret",
+            field="secret",
+        )
+    if kind == ChatChannel.Kind.WEBHOOK and len(secret) < 16:
+        raise ApplicationError(
+            "A generic webhook needs a signing secret of at least 16 characters.",
+            code="invalid_secret",
+            field="secret",
+        )
+    url = url.strip()
+    kinds.validate_url(kind, url)
+    if timezone and timezone not in zoneinfo.available_timezones():
+        raise ApplicationError("Unknown time zone.", code="invalid_timezone", field="timezone")
+    channel = ChatChannel.objects.create(
+        name=name.strip()[:100] or kind,
+        kind=kind,
+        user=None if lab is not None else actor,
+        lab=lab,
+        created_by=actor,
+        secret_box=crypto.seal({"url": url, "secret": secret}),
+        hint=kinds.hint(url),
+        events=_clean_events(events),
+        language=language or actor.language,
+        timezone=timezone or actor.timezone or "UTC",
+    )
+    audit_record(
+        actor=actor,
+        action="chat_channel.create",
+        target=channel,
+        lab=lab,
+        data={"kind": kind, "name": channel.name, "hint": channel.hint},
+    )
+    return channel
+
+
+@transaction.atomic
+def channel_update(
+    *,
+    actor: User,
+    channel: ChatChannel,
+    name: str | None = None,
+    events: list[str] | None = None,
+    language: str | None = None,
+) -> ChatChannel:
+    require_channel_manager(actor=actor, channel=channel)
+    fields = []
+    if name is not None:
+        channel.name = name.strip()[:100] or channel.name
+        fields.append("name")
+    if events is not None:
+        channel.events = _clean_events(events)
+        fields.append("events")
+    if language is not None:
+        channel.language = language
+        fields.append("language")
+    if fields:
+        channel.save(update_fields=[*fields, "updated_at"])
+    return channel
+
+
+@transaction.atomic
+def channel_delete(*, actor: User, channel: ChatChannel) -> None:
+    require_channel_manager(actor=actor, channel=channel)
+    audit_record(
+        actor=actor,
+        action="chat_channel.delete",
+        target=channel,
+        lab=channel.lab,
+        data={"kind": channel.kind, "name": channel.name},
+    )
+    channel.delete()
+
+
+def _queue(channel: ChatChannel, event: str, context: dict[str, Any]) -> ChatDelivery:
+    title, text = render(event, context, language=channel.language, zone=channel.timezone)
+    delivery = ChatDelivery.objects.create(
+        channel=channel, event=event, title=title[:300], text=text
+    )
+    enqueue_on_commit(DELIVER_TASK, delivery.pk)
+    return delivery
+
+
+@transaction.atomic
+def channel_test(*, actor: User, channel: ChatChannel) -> ChatDelivery:
+    """Queue a test message to `channel`; its delivery log shows how it went."""
+    require_channel_manager(actor=actor, channel=channel)
+    return _queue(channel, Event.TEST, {"channel": channel.name})
+
+
+def chat_notify(
+    event: str,
+    *,
+    user: User | None = None,
+    lab: Lab | None = None,
+    context: dict[str, Any],
+) -> int:
+    """Post `event` to `user`'s own channels and `lab`'s channels that subscribe to it; returns
+    how many deliveries were queued. Never raises: a chat outage must not break the caller.
+
+    `context` holds the plain values the event's message reads (labgpu.chat.messages.EVENT_KEYS;
+    docs/chat.md). Call it after the change commits (or inside the transaction: the deliveries
+    then commit with it)."""
+    if event not in SUBSCRIBABLE_EVENTS:
+        raise ValueError(f"unknown chat event {event!r}")
+    owners = Q()
+    if user is not None:
+        owners |= Q(user=user)
+    if lab is not None:
+        owners |= Q(lab=lab)
+    if not owners:
+        return 0
+    try:
+        with transaction.atomic():
+            channels = ChatChannel.objects.filter(owners, events__contains=[event])
+            return len([_queue(channel, event, context) for channel in channels])
+    except Exception:
+        logger.exception("could not queue chat event %s", event)
+        return 0
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds before attempt `attempt + 1`: LABGPU_CHAT_RETRY_BASE_S doubling each time."""
+    return settings.LABGPU_CHAT_RETRY_BASE_S * 2 ** (attempt - 1)
+
+
+def _post(request: kinds.Request) -> tuple[int, bytes]:
+    """POST without following redirects (a redirect could lead to an address we refuse)."""
+    with (
+        httpx.Client(timeout=settings.LABGPU_CHAT_TIMEOUT_S, follow_redirects=False) as client,
+        client.stream("POST", request.url, content=request.body, headers=request.headers) as r,
+    ):
+        body = b""
+        for chunk in r.iter_bytes():
+            body += chunk
+            if len(body) > MAX_RESPONSE_BYTES:
+                break
+        return r.status_code, body[:MAX_RESPONSE_BYTES]
+
+
+def delivery_attempt(*, delivery_id: int) -> float | None:
+    """Try to send one delivery; returns the seconds to wait before the next try, or None when
+    it is done (sent, or failed for good). Safe to run twice: the row is locked while it is
+    sent, and a sent or failed delivery is left alone."""
+    with transaction.atomic():
+        delivery = (
+            ChatDelivery.objects.select_for_update(skip_locked=True)
+            .select_related("channel")
+            .filter(pk=delivery_id, status__in=[Status.PENDING, Status.RETRYING])
+            .first()
+        )
+        if delivery is None:
+            return None  # done, gone with its channel, or another worker holds it
+        channel = delivery.channel
+        delivery.attempts += 1
+        delivery.last_attempt_at = now()
+        permanent = False
+        code: int | None = None
+        error = ""
+        try:
+            secrets = crypto.unseal(channel.secret_box)
+            kinds.check_target_at_send(secrets["url"])
+            request = kinds.build_request(
+                kind=channel.kind,
+                url=secrets["url"],
+                secret=secrets.get("secret", ""),
+                event=delivery.event,
+                title=delivery.title,
+                text=delivery.text,
+                data={"delivery": delivery.pk, "channel": channel.pk},
+            )
+            code, body = _post(request)
+            if 200 <= code < 300:
+                error = kinds.platform_error(channel.kind, body)
+                permanent = bool(error)
+            else:
+                error = f"HTTP {code}: {body[:200].decode(errors='replace')}"
+                # 4xx other than a rate limit will answer the same next time.
+                permanent = 400 <= code < 500 and code not in (408, 429)
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a bad secret box, a refused address: retrying will not help
+            error = f"{type(exc).__name__}: {exc}"
+            permanent = True
+        delivery.http_status = code
+        delivery.error = error[:500]
+        delay: float | None = None
+        if not error:
+            delivery.status = Status.SENT
+            delivery.sent_at = now()
+        elif permanent or delivery.attempts >= settings.LABGPU_CHAT_MAX_ATTEMPTS:
+            delivery.status = Status.FAILED
+        else:
+            delivery.status = Status.RETRYING
+            delay = retry_delay(delivery.attempts)
+        delivery.save(
+            update_fields=[
+                "attempts",
+                "last_attempt_at",
+                "http_status",
+                "error",
+                "status",
+                "sent_at",
+                "updated_at",
+            ]
+        )
+    if error:
+        logger.warning(
+            "chat delivery %s to channel %s, attempt %s: %s",
+            delivery.pk,
+            channel.pk,
+            delivery.attempts,
+            error,
+        )
+    return delay

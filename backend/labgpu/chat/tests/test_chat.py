@@ -1,0 +1,384 @@
+"""Chat channels against local receivers that check each platform's documented payload and
+signature (docs/chat.md cites the documentation). The signatures are recomputed here from the
+documented recipes, not with labgpu.chat.kinds' own functions."""
+
+import base64
+import hashlib
+import hmac
+import time
+import urllib.parse
+
+import pytest
+
+from labgpu.bookings import notifications
+from labgpu.bookings.tests.factories import BookingFactory
+from labgpu.chat import services
+from labgpu.chat.models import ChatChannel, ChatDelivery
+from labgpu.chat.tests.receiver import receiver
+from labgpu.core.models import OutboxMessage
+
+SECRET = "SECtest-signing-secret-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def _loopback_allowed(settings):
+    settings.LABGPU_CHAT_ALLOW_LOOPBACK = True
+    settings.LABGPU_CHAT_MAX_ATTEMPTS = 3
+    settings.LABGPU_CHAT_RETRY_BASE_S = 30
+
+
+@pytest.fixture
+def sink():
+    with receiver() as state:
+        yield state
+
+
+def _send_test(channel: ChatChannel, actor) -> ChatDelivery:
+    delivery = services.channel_test(actor=actor, channel=channel)
+    assert services.delivery_attempt(delivery_id=delivery.pk) is None
+    delivery.refresh_from_db()
+    return delivery
+
+
+def test_slack_gets_a_text_message(alice, sink):
+    channel = services.channel_create(
+        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/T0/B0/XYZ"
+    )
+    delivery = _send_test(channel, alice)
+    assert delivery.status == "sent" and delivery.http_status == 200
+    (request,) = sink.requests
+    assert request.path == "/services/T0/B0/XYZ"
+    assert request.headers["content-type"].startswith("application/json")
+    assert "LabGPU test message" in request.json()["text"]
+
+
+def test_feishu_gets_its_signature_over_timestamp_and_secret(alice, sink):
+    sink.answers = [(200, b'{"code":0,"msg":"success"}')]
+    channel = services.channel_create(
+        actor=alice,
+        kind="feishu",
+        name="feishu",
+        url=f"{sink.base_url}/open-apis/bot/v2/hook/abc-123",
+        secret=SECRET,
+    )
+    assert _send_test(channel, alice).status == "sent"
+    body = sink.requests[0].json()
+    assert body["msg_type"] == "text" and "LabGPU" in body["content"]["text"]
+    # Feishu: key = "<timestamp>\n<secret>", message empty, base64; timestamp in seconds.
+    assert abs(int(body["timestamp"]) - time.time()) < 3600
+    key = f"{body['timestamp']}\n{SECRET}".encode()
+    expected = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+    assert body["sign"] == expected
+
+
+def test_feishu_refusal_inside_a_200_is_a_failed_delivery(alice, sink):
+    sink.answers = [
+        (200, b'{"code":19021,"msg":"sign match fail"}')
+    ]
+    channel = services.channel_create(
+        actor=alice, kind="feishu", name="f", url=f"{sink.base_url}/open-apis/bot/v2/hook/x"
+    )
+    delivery = _send_test(channel, alice)
+    assert delivery.status == "failed"
+    assert delivery.error.startswith("19021")
+
+
+def test_dingtalk_gets_timestamp_and_sign_query_parameters(alice, sink):
+    sink.answers = [(200, b'{"errcode":0,"errmsg":"ok"}')]
+    channel = services.channel_create(
+        actor=alice,
+        kind="dingtalk",
+        name="ding",
+        url=f"{sink.base_url}/robot/send?access_token=tok123",
+        secret=SECRET,
+        language="zh-hans",
+    )
+    assert _send_test(channel, alice).status == "sent"
+    request = sink.requests[0]
+    assert request.query["access_token"] == ["tok123"]
+    (timestamp,) = request.query["timestamp"]
+    assert abs(int(timestamp) / 1000 - time.time()) < 3600  # milliseconds
+    # DingTalk: HMAC-SHA256 keyed with the secret over "<timestamp>\n<secret>", base64, URL-encoded.
+    digest = hmac.new(SECRET.encode(), f"{timestamp}\n{SECRET}".encode(), hashlib.sha256).digest()
+    assert request.query["sign"] == [base64.b64encode(digest).decode()]  # parse_qs decoded it
+    body = request.json()
+    assert body["msgtype"] == "text"
+    assert "LabGPU 测试消息" in body["text"]["content"]  # the channel reads Chinese
+
+
+def test_wecom_gets_text_within_its_size_limit(alice, sink):
+    sink.answers = [(200, b'{"errcode":0,"errmsg":"ok"}')]
+    channel = services.channel_create(
+        actor=alice,
+        kind="wecom",
+        name="wecom",
+        url=f"{sink.base_url}/cgi-bin/webhook/send?key=k-1",
+    )
+    services.chat_notify(
+        "booking_failed", user=alice, context={"booking_id": 1, "reason": "长" * 3000}
+    )
+    delivery = ChatDelivery.objects.get(channel=channel)
+    assert services.delivery_attempt(delivery_id=delivery.pk) is None
+    delivery.refresh_from_db()
+    assert delivery.status == "sent"
+    request = sink.requests[0]
+    assert request.query["key"] == ["k-1"]
+    body = request.json()
+    assert body["msgtype"] == "text"
+    assert len(body["text"]["content"].encode()) <= 2048
+
+
+def test_generic_webhook_is_signed_over_timestamp_and_body(alice, sink):
+    channel = services.channel_create(
+        actor=alice, kind="webhook", name="hook", url=f"{sink.base_url}/in", secret=SECRET
+    )
+    assert _send_test(channel, alice).status == "sent"
+    request = sink.requests[0]
+    header = dict(part.split("=", 1) for part in request.headers["x-labgpu-signature"].split(","))
+    signed = header["t"].encode() + b"." + request.body
+    assert header["v1"] == hmac.new(SECRET.encode(), signed, hashlib.sha256).hexdigest()
+    body = request.json()
+    assert body["event"] == "test" and body["title"] == "LabGPU test message"
+
+
+def test_a_server_error_is_retried_with_growing_back_off_then_sent(alice, sink):
+    sink.answers = [(500, b"oops"), (503, b"busy"), (200, b"ok")]
+    channel = services.channel_create(
+        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
+    )
+    delivery = services.channel_test(actor=alice, channel=channel)
+    assert services.delivery_attempt(delivery_id=delivery.pk) == 30
+    assert services.delivery_attempt(delivery_id=delivery.pk) == 60
+    assert services.delivery_attempt(delivery_id=delivery.pk) is None
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.http_status) == ("sent", 3, 200)
+    # Run once more (a duplicate task): nothing is sent again.
+    assert services.delivery_attempt(delivery_id=delivery.pk) is None
+    assert len(sink.requests) == 3
+
+
+def test_delivery_gives_up_after_the_last_attempt_and_at_once_on_a_4xx(alice, sink):
+    sink.answers = [(500, b"down")]
+    channel = services.channel_create(
+        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
+    )
+    delivery = services.channel_test(actor=alice, channel=channel)
+    while services.delivery_attempt(delivery_id=delivery.pk) is not None:
+        pass
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("failed", 3)
+    sink.answers = [(404, b"no_team")]
+    gone = services.channel_test(actor=alice, channel=channel)
+    assert services.delivery_attempt(delivery_id=gone.pk) is None
+    gone.refresh_from_db()
+    assert (gone.status, gone.attempts, gone.http_status) == ("failed", 1, 404)
+    assert "no_team" in gone.error
+
+
+def test_test_message_goes_through_the_outbox_to_the_delivery_task(alice, sink):
+    channel = services.channel_create(
+        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
+    )
+    delivery = services.channel_test(actor=alice, channel=channel)
+    assert OutboxMessage.objects.filter(
+        task="labgpu.chat.tasks.deliver_chat_message", args=[delivery.pk]
+    ).exists()
+
+
+def test_events_reach_the_owner_and_lab_channels_that_subscribe(
+    alice, bob, mallory, vision_lab, sink
+):
+    mine = services.channel_create(
+        actor=alice, kind="webhook", name="mine", url=f"{sink.base_url}/a", secret=SECRET
+    )
+    quiet = services.channel_create(
+        actor=alice,
+        kind="webhook",
+        name="quiet",
+        url=f"{sink.base_url}/b",
+        secret=SECRET,
+        events=["quota_threshold"],
+    )
+    lab = services.channel_create(
+        actor=bob,
+        kind="webhook",
+        name="lab",
+        url=f"{sink.base_url}/c",
+        secret=SECRET,
+        lab=vision_lab,
+    )
+    other = services.channel_create(
+        actor=mallory, kind="webhook", name="other", url=f"{sink.base_url}/d", secret=SECRET
+    )
+    booking = BookingFactory(user=alice, lab=vision_lab, failure_reason="no capacity")
+    notifications.booking_failed(booking)
+    got = set(ChatDelivery.objects.values_list("channel_id", flat=True))
+    assert got == {mine.pk, lab.pk}
+    assert quiet.pk not in got and other.pk not in got
+    delivery = ChatDelivery.objects.get(channel=mine)
+    assert delivery.event == "booking_failed"
+    assert f"#{booking.pk}" in delivery.title and "no capacity" in delivery.text
+
+
+def test_approval_needed_reaches_the_lab_channel(alice, bob, vision_lab, sink):
+    lab = services.channel_create(
+        actor=bob,
+        kind="webhook",
+        name="lab",
+        url=f"{sink.base_url}/c",
+        secret=SECRET,
+        lab=vision_lab,
+        language="zh-hans",
+        timezone="Asia/Shanghai",
+    )
+    booking = BookingFactory(user=alice, lab=vision_lab, status="pending")
+    notifications.booking_approval_needed(booking)
+    delivery = ChatDelivery.objects.get(channel=lab)
+    assert delivery.event == "approval_needed"
+    assert "需要审批" in delivery.title
+    assert "Asia/Shanghai，UTC+08:00" in delivery.text
+
+
+def test_ready_message_carries_the_ssh_command(alice, vision_lab, sink):
+    mine = services.channel_create(
+        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
+    )
+    booking = BookingFactory(user=alice, lab=vision_lab, status="ready")
+    notifications.booking_ready(booking)
+    delivery = ChatDelivery.objects.get(channel=mine)
+    assert delivery.event == "booking_ready"
+    assert "Connect with" in delivery.text
+
+
+# --- The API ------------------------------------------------------------------------------------
+
+
+def test_secret_and_url_are_stored_encrypted_and_never_returned(as_alice, sink):
+    url = f"{sink.base_url}/services/T0/B0/SECRETPART"
+    response = as_alice.post(
+        "/api/v1/chat-channels/",
+        {"kind": "slack", "name": "mine", "url": url},
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    data = response.json()
+    assert "url" not in data and "secret" not in data and "SECRETPART" not in str(data)
+    assert data["hint"].endswith("PART")
+    row = ChatChannel.objects.get(pk=data["id"])
+    assert "SECRETPART" not in row.secret_box
+    listed = as_alice.get("/api/v1/chat-channels/").json()
+    assert "SECRETPART" not in str(listed)
+    detail = as_alice.get(f"/api/v1/chat-channels/{data['id']}/").json()
+    assert "SECRETPART" not in str(detail)
+
+
+@pytest.mark.parametrize(
+    ("kind", "url", "secret", "field"),
+    [
+        ("slack", "https://hooks.slack.com.evil.example/services/a/b/c", "", "url"),
+        ("slack", "http://hooks.slack.com/services/a/b/c", "", "url"),
+        ("slack", "https://hooks.slack.com/api/other", "", "url"),
+        ("feishu", "https://open.feishu.cn.evil/open-apis/bot/v2/hook/x", "", "url"),
+        ("dingtalk", "https://oapi.dingtalk.com/robot/send", "", "url"),
+        ("wecom", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send", "", "url"),
+        ("wecom", "https://user:pw@qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k", "", "url"),
+        ("webhook", "https://10.0.0.1/in", SECRET, "url"),
+        ("webhook", "https://169.254.169.254/latest/meta-data", SECRET, "url"),
+        ("webhook", "http://127.0.0.1:9/in", SECRET, "url"),
+        ("webhook", "file:///etc/passwd", SECRET, "url"),
+        ("webhook", "https://example.org/" + "a" * 3000, SECRET, "url"),
+        ("webhook", "https://example.org/in", "short", "secret"),
+        ("telegram", "https://example.org/in", "", "kind"),
+    ],
+)
+def test_hostile_channel_input_is_a_400_naming_the_field(
+    as_alice, settings, kind, url, secret, field
+):
+    settings.LABGPU_CHAT_ALLOW_LOOPBACK = False
+    response = as_alice.post(
+        "/api/v1/chat-channels/",
+        {"kind": kind, "name": "x", "url": url, "secret": secret},
+        format="json",
+    )
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["extra"]["fields"]
+    assert not ChatChannel.objects.exists()
+
+
+def test_a_huge_body_is_refused(as_alice):
+    response = as_alice.post(
+        "/api/v1/chat-channels/",
+        {"kind": "slack", "name": "x" * 100_000, "url": "https://hooks.slack.com/services/a"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["code"] == "request_too_large"
+
+
+def test_unknown_events_are_refused(as_alice, sink):
+    response = as_alice.post(
+        "/api/v1/chat-channels/",
+        {
+            "kind": "slack",
+            "name": "x",
+            "url": f"{sink.base_url}/services/a/b/c",
+            "events": ["booking_ready", "nope"],
+        },
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "events" in response.json()["extra"]["fields"]
+
+
+def test_only_lab_admins_add_lab_channels_and_others_never_see_them(
+    as_alice, as_bob, as_mallory, vision_lab, sink
+):
+    body = {"kind": "slack", "name": "lab", "url": f"{sink.base_url}/services/a/b/c"}
+    refused = as_alice.post("/api/v1/chat-channels/", {**body, "lab": vision_lab.pk}, format="json")
+    assert refused.status_code == 403
+    created = as_bob.post("/api/v1/chat-channels/", {**body, "lab": vision_lab.pk}, format="json")
+    assert created.status_code == 201
+    channel_id = created.json()["id"]
+    assert created.json()["lab"] == vision_lab.pk
+    assert as_alice.get("/api/v1/chat-channels/").json() == []
+    assert as_mallory.get(f"/api/v1/chat-channels/{channel_id}/").status_code == 404
+    assert as_mallory.delete(f"/api/v1/chat-channels/{channel_id}/").status_code == 404
+    assert as_mallory.post(f"/api/v1/chat-channels/{channel_id}/test/").status_code == 404
+    assert as_mallory.get(f"/api/v1/chat-channels/{channel_id}/deliveries/").status_code == 404
+
+
+def test_owner_sends_a_test_message_and_reads_the_delivery_log(as_alice, sink):
+    created = as_alice.post(
+        "/api/v1/chat-channels/",
+        {"kind": "slack", "name": "me", "url": f"{sink.base_url}/services/a/b/c"},
+        format="json",
+    ).json()
+    queued = as_alice.post(f"/api/v1/chat-channels/{created['id']}/test/")
+    assert queued.status_code == 202
+    assert queued.json()["status"] == "pending"
+    services.delivery_attempt(delivery_id=queued.json()["id"])
+    log = as_alice.get(f"/api/v1/chat-channels/{created['id']}/deliveries/").json()
+    assert [(d["event"], d["status"], d["http_status"], d["attempts"]) for d in log] == [
+        ("test", "sent", 200, 1)
+    ]
+    assert as_alice.get("/api/v1/chat-channels/").json()[0]["last_delivery_status"] == "sent"
+    assert as_alice.delete(f"/api/v1/chat-channels/{created['id']}/").status_code == 204
+    assert not ChatChannel.objects.exists() and not ChatDelivery.objects.exists()
+
+
+def test_channel_key_rotation_keeps_old_channels_readable(settings, alice, sink):
+    from cryptography.fernet import Fernet
+
+    from labgpu.chat import crypto
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.LABGPU_CHANNEL_KEY = old
+    channel = services.channel_create(
+        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
+    )
+    settings.LABGPU_CHANNEL_KEY = f"{new},{old}"
+    assert _send_test(channel, alice).status == "sent"
+    rotated = crypto.reseal(channel.secret_box)
+    settings.LABGPU_CHANNEL_KEY = new
+    assert crypto.unseal(rotated)["url"].endswith("/services/a/b/c")
+    assert urllib.parse.urlsplit(sink.base_url).hostname == "127.0.0.1"
