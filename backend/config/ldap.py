@@ -73,9 +73,7 @@ def ldap_settings(environ: Mapping[str, str]) -> dict[str, Any]:
         "AUTH_LDAP_BIND_PASSWORD": environ.get("LABGPU_LDAP_BIND_PASSWORD", ""),
         "AUTH_LDAP_START_TLS": _flag(environ, "LABGPU_LDAP_START_TLS"),
         "AUTH_LDAP_CONNECTION_OPTIONS": options,
-        "AUTH_LDAP_USER_ATTR_MAP": _attr_map(
-            environ.get("LABGPU_LDAP_ATTR_MAP", DEFAULT_ATTR_MAP)
-        ),
+        "AUTH_LDAP_USER_ATTR_MAP": _attr_map(environ.get("LABGPU_LDAP_ATTR_MAP", DEFAULT_ATTR_MAP)),
         # The directory is the source of truth for names and e-mail: refresh them at each login.
         "AUTH_LDAP_ALWAYS_UPDATE_USER": True,
         # Lab membership comes from groups through labgpu.sso's mappings, not Django groups.

@@ -402,6 +402,8 @@ LABGPU_VOLUME_DEFAULT_GB = int(os.environ.get("LABGPU_VOLUME_DEFAULT_GB", "100")
 LABGPU_VOLUME_PRICE_GB_MONTH = os.environ.get("LABGPU_VOLUME_PRICE_GB_MONTH", "0.10")
 # How long teardown waits for a detach action before retrying the teardown later.
 LABGPU_VOLUME_ACTION_WAIT_S = float(os.environ.get("LABGPU_VOLUME_ACTION_WAIT_S", "60"))
+# How long a graceful shutdown (which syncs and unmounts /data) may take before a power_off.
+LABGPU_VOLUME_SHUTDOWN_WAIT_S = float(os.environ.get("LABGPU_VOLUME_SHUTDOWN_WAIT_S", "60"))
 # Stock-outs: how far ahead of a start to check the provider shows the size somewhere (and warn),
 # how long after the start a booking may wait for capacity before it fails, and how often to retry.
 LABGPU_PREFLIGHT_S = int(os.environ.get("LABGPU_PREFLIGHT_S", str(2 * 3600)))

@@ -269,6 +269,16 @@ class Emulator:
         items = [self.store.action_json(a, now) for a in actions]
         return 200, self.paginate(request, items, "actions", {})
 
+    async def post_droplet_action(self, request: Request) -> tuple[int, Any]:
+        action = self.store.droplet_action(
+            self._droplet_id(request),
+            await self._json(request),
+            delay_s=self.settings.shutdown_s,
+        )
+        self.agents.stop(self.store.get(action["droplet_id"]))  # the machine goes down
+        self.store.save()
+        return 201, {"action": self.store.action_json(action)}
+
     async def get_action(self, request: Request) -> tuple[int, Any]:
         try:
             action_id = int(request.path_params["action_id"])
@@ -591,6 +601,11 @@ def create_app(settings: EmulatorSettings) -> Starlette:
             return await emu._api(request, "droplets_destroy", emu.delete_droplet)
         return await emu._api(request, "droplets_get", emu.get_droplet)
 
+    async def droplet_actions(request: Request) -> Response:
+        if request.method == "POST":
+            return await emu._api(request, "dropletActions_post", emu.post_droplet_action)
+        return await emu._api(request, "dropletActions_list", emu.list_droplet_actions)
+
     async def volumes_collection(request: Request) -> Response:
         if request.method == "POST":
             return await emu._api(request, "volumes_create", emu.create_volume)
@@ -745,11 +760,7 @@ def create_app(settings: EmulatorSettings) -> Starlette:
     routes = [
         Route("/v2/droplets", droplets_collection, methods=["GET", "POST", "DELETE"]),
         Route("/v2/droplets/{droplet_id}", droplet_item, methods=["GET", "DELETE"]),
-        Route(
-            "/v2/droplets/{droplet_id}/actions",
-            api("dropletActions_list", emu.list_droplet_actions),
-            methods=["GET"],
-        ),
+        Route("/v2/droplets/{droplet_id}/actions", droplet_actions, methods=["GET", "POST"]),
         Route("/v2/actions/{action_id}", api("actions_get", emu.get_action), methods=["GET"]),
         Route("/v2/account/keys", account_keys, methods=["GET", "POST"]),
         Route("/v2/sizes", api("sizes_list", emu.list_sizes), methods=["GET"]),

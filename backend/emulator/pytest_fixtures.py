@@ -20,6 +20,7 @@ _RESTORED = (
     "boot_delay_s",
     "ip_delay_s",
     "volume_action_s",
+    "shutdown_s",
     "rate_limit",
     "rate_window_s",
     "rate_limit_hourly",

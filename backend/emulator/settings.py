@@ -29,6 +29,8 @@ class EmulatorSettings:
     #: seconds a volume attach/detach/resize action stays `in-progress` (the change itself
     #: shows at once); DigitalOcean's take a few seconds
     volume_action_s: float = 3.0
+    #: seconds from a `shutdown` droplet action until the droplet is `off`
+    shutdown_s: float = 5.0
     #: per-token burst limit: `rate_limit` requests per `rate_window_s` (DigitalOcean: 250/min)
     rate_limit: int = 250
     rate_window_s: float = 60.0
@@ -100,6 +102,9 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
         type=float,
         default=float(env("volume_action_s", defaults.volume_action_s)),
     )
+    p.add_argument(
+        "--shutdown-delay", type=float, default=float(env("shutdown_s", defaults.shutdown_s))
+    )
     p.add_argument("--ip-delay", type=float, default=float(env("ip_delay_s", defaults.ip_delay_s)))
     p.add_argument("--rate-limit", type=int, default=int(env("rate_limit", defaults.rate_limit)))
     p.add_argument(
@@ -146,6 +151,7 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
         boot_delay_s=a.boot_delay,
         ip_delay_s=a.ip_delay,
         volume_action_s=a.volume_action_delay,
+        shutdown_s=a.shutdown_delay,
         rate_limit=a.rate_limit,
         rate_window_s=a.rate_window,
         rate_limit_hourly=a.rate_limit_hourly,

@@ -236,6 +236,8 @@ class EmuDroplet:
     agent: AgentInfo = field(default_factory=AgentInfo)
     #: the droplet's create action; DELETE answers 422 "pending event" while it is in progress
     create_action_id: int | None = None
+    #: set by a `shutdown`/`power_off` action: the droplet is `off` from this time on
+    off_at: float | None = None
 
     @property
     def is_gpu(self) -> bool:
@@ -661,6 +663,14 @@ class Store:
                 logger.info("droplet %s (%s) vanishes", droplet.id, droplet.name)
                 removed.append(droplet)
             elif (
+                droplet.off_at is not None
+                and now >= droplet.off_at
+                and droplet.status == "active"
+                and droplet.gone_at is None
+            ):
+                droplet.status = "off"
+                self.dirty = True
+            elif (
                 droplet.status == "new"
                 and droplet.gone_at is None
                 and droplet.active_at is not None
@@ -1017,3 +1027,37 @@ class Store:
         self.snapshots[snapshot["id"]] = snapshot
         self.dirty = True
         return snapshot
+
+    # -- droplet power actions ------------------------------------------------------------------
+
+    def droplet_action(
+        self, droplet_id: int, body: Any, *, delay_s: float, now: float | None = None
+    ) -> dict[str, Any]:
+        """`POST /v2/droplets/{id}/actions` for `shutdown` and `power_off` (the ones teardown uses:
+        a graceful shutdown runs the node's shutdown hooks, e.g. unmounting /data)."""
+        now = time.time() if now is None else now
+        droplet = self.get(droplet_id)
+        if not isinstance(body, dict):
+            raise ApiError(400, "bad_request", "The request body must be a JSON object.")
+        kind = body.get("type")
+        if kind not in {"shutdown", "power_off"}:
+            raise unprocessable("The emulator supports only the shutdown and power_off actions.")
+        if self.pending_create(droplet, now):
+            raise unprocessable(PENDING_EVENT)
+        if droplet.status == "active" and droplet.off_at is None:
+            droplet.off_at = now + (0.0 if kind == "power_off" else delay_s)
+        elif kind == "power_off" and droplet.status == "active":
+            droplet.off_at = min(droplet.off_at or now, now)
+        action_id = self.new_action_id()
+        action = {
+            "id": action_id,
+            "type": kind,
+            "droplet_id": droplet_id,
+            "region": droplet.region,
+            "started_at": now,
+            "ends_at": droplet.off_at if droplet.off_at is not None else now,
+            "outcome": "completed",
+        }
+        self.actions[action_id] = action
+        self.dirty = True
+        return action

@@ -32,6 +32,7 @@ _FLAGS = {
     "boot_delay_s": "--boot-delay",
     "ip_delay_s": "--ip-delay",
     "volume_action_s": "--volume-action-delay",
+    "shutdown_s": "--shutdown-delay",
     "rate_limit": "--rate-limit",
     "rate_window_s": "--rate-window",
     "rate_limit_hourly": "--rate-limit-hourly",
@@ -238,6 +239,7 @@ def start_emulator(
         "boot_delay_s": 0.2,
         "ip_delay_s": 0.0,
         "volume_action_s": 0.2,
+        "shutdown_s": 0.2,
         "tick_s": 0.05,
         **settings,
     }

@@ -251,3 +251,16 @@ def test_volumes_survive_an_emulator_restart(tmp_path):
         assert [v["id"] for v in handle.volumes()] == [made["id"]]
     finally:
         handle.close()
+
+
+def test_a_shutdown_action_turns_the_droplet_off_and_other_actions_are_refused(emulator, api):
+    emulator.configure(shutdown_s=0.1)
+    machine = droplet(api)
+    emulator.activate(machine["id"])
+
+    shutdown = api.post(f"/v2/droplets/{machine['id']}/actions", json={"type": "shutdown"})
+    reboot = api.post(f"/v2/droplets/{machine['id']}/actions", json={"type": "reboot"})
+
+    assert shutdown.status_code == 201 and shutdown.json()["action"]["type"] == "shutdown"
+    assert reboot.status_code == 422
+    emulator.wait_for(lambda s: s["droplets"][0]["status"] == "off")

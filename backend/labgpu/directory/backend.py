@@ -22,9 +22,7 @@ class LdapBackend(DirectoryReader):
             return None
         deactivated_by_sync = (
             not user.is_active
-            and DirectoryAccount.objects.filter(
-                user=user, deactivated_at__isnull=False
-            ).exists()
+            and DirectoryAccount.objects.filter(user=user, deactivated_at__isnull=False).exists()
         )
         if not user.is_active and not deactivated_by_sync:
             return None

@@ -36,10 +36,9 @@ def directory_account_seen(*, user: User, dn: str, groups: set[str]) -> Director
         user=user, defaults={"dn": dn, "groups": sorted(groups), "last_synced_at": moment}
     )
     # Only the sync's own deactivation is undone; a site admin's stays.
-    if (
-        account.deactivated_at is not None
-        and User.objects.filter(pk=user.pk, is_active=False).update(is_active=True)
-    ):
+    if account.deactivated_at is not None and User.objects.filter(
+        pk=user.pk, is_active=False
+    ).update(is_active=True):
         user.is_active = True
         audit_record(
             actor=None,

@@ -219,6 +219,11 @@ class ProviderDriver(Protocol):
 
     def sizes(self) -> list[Size]: ...
 
+    def power_down(self, droplet_id: int, *, graceful: bool = True) -> None:
+        """`shutdown` (graceful: the machine runs its shutdown hooks) or `power_off`; poll `get`
+        until the droplet is `off`. Raises `ProviderPendingEvent` while it is being created."""
+        ...
+
     # Volumes. `create_volume` is idempotent by (name, region): a name taken in the region returns
     # the existing volume. `attach_volume`/`detach_volume` return None when there is nothing to do
     # (already attached to that droplet / not attached to it). `delete_volume` succeeds when the

@@ -268,6 +268,16 @@ class DigitalOceanDriver:
     def sizes(self) -> list[Size]:
         return [_size_from(item) for item in self._paginate("/v2/sizes", "sizes", {})]
 
+    def power_down(self, droplet_id: int, *, graceful: bool = True) -> None:
+        """POST /v2/droplets/{id}/actions `shutdown` or `power_off` (poll `get` for `off`)."""
+        kind = "shutdown" if graceful else "power_off"
+        try:
+            self._request("POST", f"/v2/droplets/{int(droplet_id)}/actions", json={"type": kind})
+        except ProviderPermanentError as exc:
+            if exc.status == 422 and "pending event" in exc.message.lower():
+                raise ProviderPendingEvent(exc.message, status=422, id=exc.id) from exc
+            raise
+
     # -- volumes --------------------------------------------------------------------------------
     # Action requests leave out the optional `region`: the spec's `region_slug` enum lacks GPU
     # regions such as atl1, and DigitalOcean knows the volume's region from its id anyway.

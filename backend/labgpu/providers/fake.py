@@ -188,6 +188,14 @@ class FakeDriver:
             self._enter("sizes", None)
             return list(self._sizes)
 
+    def power_down(self, droplet_id: int, *, graceful: bool = True) -> None:
+        with self._lock:
+            self._enter("power_down", droplet_id)
+            droplet = self.droplets.get(droplet_id)
+            if droplet is None:
+                raise _not_found()
+            self.droplets[droplet_id] = replace(droplet, status="off")
+
     # -- volumes (same rules as the emulator: one droplet per volume, same region) ---------------
 
     def create_volume(self, spec: VolumeSpec) -> Volume:

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('bookings', '0005_book_express'),
+        ("bookings", "0005_book_express"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='booking',
-            name='capacity_warned_at',
+            model_name="booking",
+            name="capacity_warned_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('bookings', '0008_drop_book_express'),
+        ("bookings", "0008_drop_book_express"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='booking',
-            name='pending_end',
+            model_name="booking",
+            name="pending_end",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

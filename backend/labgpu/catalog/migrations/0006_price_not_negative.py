@@ -5,15 +5,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('catalog', '0005_pool_fallback_regions'),
+        ("catalog", "0005_pool_fallback_regions"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='instancetype',
-            name='price_per_hour',
-            field=models.DecimalField(decimal_places=4, max_digits=10, validators=[django.core.validators.MinValueValidator(0)]),
+            model_name="instancetype",
+            name="price_per_hour",
+            field=models.DecimalField(
+                decimal_places=4,
+                max_digits=10,
+                validators=[django.core.validators.MinValueValidator(0)],
+            ),
         ),
     ]

@@ -4,15 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('catalog', '0006_price_not_negative'),
+        ("catalog", "0006_price_not_negative"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='nodepool',
-            name='volume_scope',
-            field=models.CharField(choices=[('none', 'No persistent volume'), ('user', 'One volume per user'), ('lab', 'One volume per lab')], default='none', help_text="Nodes get a block-storage volume mounted at /data that outlives them: each user's own, or one shared by the booking's lab.", max_length=8),
+            model_name="nodepool",
+            name="volume_scope",
+            field=models.CharField(
+                choices=[
+                    ("none", "No persistent volume"),
+                    ("user", "One volume per user"),
+                    ("lab", "One volume per lab"),
+                ],
+                default="none",
+                help_text="Nodes get a block-storage volume mounted at /data that outlives them: each user's own, or one shared by the booking's lab.",
+                max_length=8,
+            ),
         ),
     ]

@@ -5,16 +5,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0002_bounds'),
-        ('feeds', '0001_initial'),
+        ("accounts", "0002_bounds"),
+        ("feeds", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='calendarfeed',
-            name='created_by_token',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='calendar_feeds', to='accounts.apitoken'),
+            model_name="calendarfeed",
+            name="created_by_token",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="calendar_feeds",
+                to="accounts.apitoken",
+            ),
         ),
     ]

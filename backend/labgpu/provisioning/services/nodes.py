@@ -527,9 +527,8 @@ def _node_teardown(*, node_id: int) -> None:
                 node_destroy_stray(node=node, droplet=stray)
             droplet_ids = [found[0].id] if found else []
         for droplet_id in droplet_ids:
-            # the volume is detached, and the detach confirmed, before the droplet goes; the
-            # filesystem is mounted with `sync`-safe ext4 defaults (cloud-init), and an
-            # agent-side sync+unmount before the detach is still to come (docs/providers.md)
+            # The droplet is shut down (cloud-init's labgpu-data unit syncs and unmounts /data),
+            # the volume detached and the detach confirmed before the droplet goes.
             volume_release(node=node, driver=driver, droplet_id=droplet_id)
             driver.destroy(droplet_id)
         crash_point("teardown.after_delete")

@@ -173,6 +173,9 @@ def volume_release(*, node: Node, driver: ProviderDriver, droplet_id: int) -> No
     Volume.objects.filter(pk=volume.pk, state=VolumeState.ATTACHED).update(
         state=VolumeState.DETACHING, updated_at=now()
     )
+    if droplet_id in driver.get_volume(volume.provider_id).droplet_ids:
+        _power_down(driver, droplet_id)
+        crash_point("teardown.after_shutdown")
     action = driver.detach_volume(volume.provider_id, droplet_id)
     crash_point("teardown.after_detach_request")
     if action is not None:
@@ -191,6 +194,29 @@ def volume_release(*, node: Node, driver: ProviderDriver, droplet_id: int) -> No
         state=VolumeState.AVAILABLE, attached_node=None, updated_at=now()
     )
     crash_point("teardown.after_detach")
+
+
+def _power_down(driver: ProviderDriver, droplet_id: int) -> None:
+    """Shut the droplet down so its `labgpu-data` unit syncs and unmounts /data (cloud-init's
+    shutdown hook); a droplet that does not stop in time is powered off (DigitalOcean's advice:
+    "attempt a shutdown, with a reasonable timeout, followed by a power_off action")."""
+    for graceful in (True, False):
+        try:
+            if driver.get(droplet_id).status != "active":
+                return  # off already, or never booted (nothing was mounted)
+        except ProviderNotFound:
+            return
+        driver.power_down(droplet_id, graceful=graceful)
+        deadline = time.monotonic() + settings.LABGPU_VOLUME_SHUTDOWN_WAIT_S
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            try:
+                if driver.get(droplet_id).status == "off":
+                    return
+            except ProviderNotFound:
+                return
+        logger.warning("droplet %s did not shut down in time; powering off", droplet_id)
+    raise VolumeDetachFailed(f"droplet {droplet_id} is still running; detach later")
 
 
 def volume_in_use(volume: Volume) -> bool:

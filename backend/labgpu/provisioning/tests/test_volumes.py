@@ -40,6 +40,7 @@ def driver(emu):
     drv = DigitalOceanDriver(
         base_url=emu.url, token="t", event_hooks=recorder.hooks, backoff_base_s=0.01
     )
+    drv.emu = emu  # type: ignore[attr-defined]  # the helpers below finish boots through it
     yield drv
     drv.close()
     recorder.assert_valid()
@@ -54,6 +55,7 @@ def node(alice, vision_lab):
 
 
 def create_droplet(driver, node, volume):
+    emu = driver.emu
     spec = DropletSpec(
         node_id=node.pk,
         region=node.region,
@@ -61,7 +63,9 @@ def create_droplet(driver, node, volume):
         image=node.image,
         volume_ids=(volume.provider_id,),
     )
-    return driver.create(spec)
+    droplet = driver.create(spec)
+    emu.activate(droplet.id)
+    return droplet
 
 
 def record(node, droplet):
@@ -141,6 +145,8 @@ def test_teardown_detaches_and_confirms_and_a_kill_before_destroy_is_harmless(dr
     volume_release(node=node, driver=driver, droplet_id=droplet.id)
 
     assert emu.volumes()[0]["droplet_ids"] == []
+    # shut down first, so the node's labgpu-data unit synced and unmounted /data
+    assert driver.get(droplet.id).status == "off"
     volume.refresh_from_db()
     assert volume.state == "available" and volume.attached_node_id is None
     assert volume.last_attached_node_id == node.pk
