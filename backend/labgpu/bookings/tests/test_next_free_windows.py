@@ -5,6 +5,7 @@ the pool's capacity over [start - lead, end + grace) and miss every blackout.
 Windows are computed from reservations read a batch at a time; each scenario runs with batches so
 small that every window needs several reads, and with one read for all."""
 
+import random
 from datetime import timedelta
 from decimal import Decimal
 
@@ -14,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from labgpu.bookings import selectors
 from labgpu.bookings.models import Booking
-from labgpu.bookings.selectors import next_free_windows
+from labgpu.bookings.selectors import Usage, next_free_windows, peak_usage
 from labgpu.catalog.models import Blackout
 from labgpu.core.timeutils import now
 
@@ -139,3 +140,20 @@ def test_a_full_pool_reads_its_next_windows_after_releasing_the_pool_lock(
     rolled_back = next(i for i, sql in enumerate(sqls) if sql.startswith("ROLLBACK"))
     windows = next(i for i, sql in enumerate(sqls) if "LIMIT" in sql and "catalog_blackout" in sql)
     assert lock < rolled_back < windows
+
+
+def test_usage_steps_answer_as_the_sweep_does():
+    """Usage.peak (the window search's) agrees with peak_usage on random half-open periods,
+    touching ones included."""
+    rng = random.Random(13)
+    base = now().replace(microsecond=0)
+    for _ in range(300):
+        periods = []
+        for _ in range(rng.randrange(0, 12)):
+            start = base + rng.randrange(0, 40) * 15 * M
+            periods.append((start, start + rng.randrange(1, 12) * 15 * M))
+        usage = Usage(periods)
+        for _ in range(10):
+            start = base + rng.randrange(-4, 44) * 15 * M
+            end = start + rng.randrange(1, 16) * 15 * M
+            assert usage.peak(start, end) == peak_usage(periods, start, end), (periods, start, end)
