@@ -6,7 +6,7 @@ import type { components } from './schema'
 export type AppNotification = components['schemas']['Notification']
 
 /** What the signed-in person was e-mailed, newest first (`unread`: only the unread ones). */
-export function listNotifications(query: { unread?: boolean; page?: number } = {}): Promise<Page<AppNotification>> {
+export function listNotifications(query: { unread?: boolean; page?: number; page_size?: number } = {}): Promise<Page<AppNotification>> {
   return unwrap(api.GET('/api/v1/notifications/', { params: { query } }))
 }
 

@@ -9,7 +9,8 @@ let inFlight: Promise<void> | null = null
 /** How many notifications the signed-in person has not read; `refresh` asks the server again. */
 export function useUnreadNotifications() {
   function refresh(): Promise<void> {
-    inFlight ??= listNotifications({ unread: true })
+    // Only the count is used: a one-row page, not a page of message bodies.
+    inFlight ??= listNotifications({ unread: true, page_size: 1 })
       .then((page) => {
         count.value = page.count
       })

@@ -35,6 +35,8 @@ router.beforeEach(async (to) => {
       const view = record.components?.default
       if (typeof view === 'function' && view.length === 0) void (view as () => Promise<unknown>)().catch(() => {})
     }
+    // …and its first reads (a signed-out visitor's 401 is dropped: the guard sends them to sign in).
+    to.meta.prefetch?.()
     await session.load()
     // The profile's language applies unless this browser has chosen one.
     const preferred = matchLocale(session.me?.language)

@@ -1,5 +1,7 @@
 import type { RouteRecordRaw } from 'vue-router'
 
+import { prefetchMyUpcomingBookings } from '@/composables/useMyUpcomingBookings'
+
 declare module 'vue-router' {
   interface RouteMeta {
     /** Pages anyone may see (the login page). */
@@ -8,6 +10,8 @@ declare module 'vue-router' {
     role?: 'lab_admin' | 'site_admin' | 'admin'
     /** i18n key of the page title. */
     title?: string
+    /** Starts the page's reads that need no session, beside `/me/` on the first page load. */
+    prefetch?: () => void
   }
 }
 
@@ -31,7 +35,7 @@ export const routes: RouteRecordRaw[] = [
     path: '/',
     name: 'dashboard',
     component: () => import('@/views/DashboardView.vue'),
-    meta: { title: 'nav.dashboard' },
+    meta: { title: 'nav.dashboard', prefetch: prefetchMyUpcomingBookings },
   },
   {
     path: '/calendar/:poolId?',
