@@ -161,3 +161,21 @@ def test_the_pools_required_smoke_reaches_the_report_and_deep_check_is_run_on_re
     assert first["required_smoke"] == ["matmul", "sdxl"] and first["deep"] is False
     assert {s["name"] for s in first["smoke"]} == {"matmul", "sdxl"}
     assert first["timing"]["gate_wall_s"] >= 0 and deep["deep"] is True
+
+
+def test_refused_usage_is_dropped_and_the_heartbeat_still_sent(api):
+    api.on("bootstrap", (200, BOOT))
+    api.on("reports", (201, {}))
+    api.on("heartbeat", (400, {"code": "invalid_heartbeat"}), (200, {"action": "stop"}))
+    code = run_agent(
+        client(api),
+        bootstrap_token="t",
+        make_report=lambda _p: {},
+        make_usage=lambda: {"gpus": [{"index": 0, "utilisation_pct": 900}]},
+    )
+    assert code == 0
+    beats = [body for path, _, body in api.received if path.endswith("heartbeat/")]
+    assert beats == [
+        {"status": "alive", "usage": {"gpus": [{"index": 0, "utilisation_pct": 900}]}},
+        {"status": "alive"},
+    ]

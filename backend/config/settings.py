@@ -369,6 +369,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "labgpu.bookings.tasks.purge_idempotency_keys",
         "schedule": every(3600),
     },
+    # Pools with an idle policy: warn, then end idle bookings (labgpu/health/utilisation.py).
+    "reclaim-idle-bookings": {
+        "task": "labgpu.health.tasks.reclaim_idle_bookings",
+        "schedule": every(60),
+    },
     # Tasks whose publish met an absent broker (labgpu/core/outbox.py).
     "relay-outbox": {"task": "labgpu.core.tasks.relay_outbox", "schedule": every(10)},
     # LDAP users' groups and existence (a no-op unless LDAP is configured).
@@ -419,6 +424,9 @@ LABGPU_PROVIDER_MAX_RETRY_WAIT_S = float(os.environ.get("LABGPU_PROVIDER_MAX_RET
 # Token variables must be named LABGPU_PROVIDER_TOKEN_* (docs/security.md).
 LABGPU_PROVIDER_ALLOWED_BASE_URLS = env_list("LABGPU_PROVIDER_ALLOWED_BASE_URLS", "")
 LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", "30"))
+# Utilisation charts: at most one sample per node this often, kept this long (bounded per node).
+LABGPU_UTILISATION_SAMPLE_MIN_S = float(os.environ.get("LABGPU_UTILISATION_SAMPLE_MIN_S", "10"))
+LABGPU_UTILISATION_RETENTION_S = int(os.environ.get("LABGPU_UTILISATION_RETENTION_S", "21600"))
 
 # --- Chat notifications (labgpu.chat; docs/chat.md, docs/operations.md "Chat notifications") ----
 # Fernet keys (comma-separated, first encrypts, all decrypt) for channel webhook URLs and secrets.

@@ -120,7 +120,14 @@ class AgentClient:
         if usage is not None:
             body["usage"] = usage
         try:
-            response = self._post(HEARTBEAT_PATH, token, body, ok=(200,))
+            try:
+                response = self._post(HEARTBEAT_PATH, token, body, ok=(200,))
+            except ApiError as exc:
+                if exc.status != 400 or "usage" not in body:
+                    raise
+                # The server refused our numbers (a tool printed nonsense): still say alive.
+                log.warning("heartbeat usage refused (%s); sent without it", exc)
+                response = self._post(HEARTBEAT_PATH, token, {"status": "alive"}, ok=(200,))
         except ApiError as exc:
             if exc.status in (401, 410):
                 return "stop"  # the booking ended and the token was revoked

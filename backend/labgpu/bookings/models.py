@@ -134,6 +134,8 @@ class Booking(BaseModel):
     # Set by the lifecycle: why provisioning failed (shown to the user), the metered cost, and
     # when the "15 minutes left" reminder went out.
     failure_reason = models.TextField(blank=True)
+    # Why a booking ended before its end when the system ended it (idle reclaim), shown to people.
+    end_reason = models.CharField(max_length=300, blank=True)
     actual_cost = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
     reminder_sent_at = models.DateTimeField(null=True, blank=True)
     # When the user and lab admins were warned that no region showed capacity ahead of the start.

@@ -171,6 +171,34 @@ def booking_ending_soon(booking: Booking) -> None:
     _chat("booking_ending_soon", booking)
 
 
+def booking_idle_warning(booking: Booking, *, ends_at: datetime) -> None:
+    """The pool's idle policy: the node's GPUs sat idle with no SSH session for a while."""
+    # Chat channels (helper "chat", issue 15 item 4) hook in here once their notify() lands.
+    user = booking.user
+    with translation.override(user.language):
+        subject = _("Booking #%(id)s looks idle") % {"id": booking.pk}
+        body = _(
+            "The GPUs of your node have been idle with no SSH session. Unless it is used again "
+            'or you press "Keep" on the booking, it ends at %(end)s and frees its GPUs for '
+            "others."
+        ) % {"end": local_time(ends_at, user)}
+        body = _with_link(body, booking)
+    _send(user, subject, body, booking)
+
+
+def booking_idle_ended(booking: Booking) -> None:
+    user = booking.user
+    with translation.override(user.language):
+        subject = _("Booking #%(id)s ended early: idle") % {"id": booking.pk}
+        body = _(
+            "The GPUs of your node stayed idle with no SSH session after the warning, so the "
+            "booking ended early and its GPUs went back to the lab. You are charged only up "
+            "to now."
+        )
+        body = _with_link(body, booking)
+    _send(user, subject, body, booking)
+
+
 def booking_failed(booking: Booking) -> None:
     user = booking.user
     with translation.override(user.language):

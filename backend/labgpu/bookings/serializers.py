@@ -77,6 +77,7 @@ class BookingSerializer(CachedFieldsModelSerializer):
             "ended_at",
             "actual_end",
             "failure_reason",
+            "end_reason",
             "actual_cost",
             "node",
             "created_at",

@@ -200,6 +200,15 @@ class NodePool(BaseModel):
         default=5, validators=[MaxValueValidator(DAY_MINUTES)]
     )
     requires_approval = models.BooleanField(default=False)
+    # Idle reclaim (issue 15): after this many minutes with every GPU idle and no SSH session the
+    # owner is warned; `idle_grace_minutes` later, still idle and not kept, the booking ends early.
+    # None: off (the default).
+    idle_reclaim_minutes = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(5), MaxValueValidator(1440)]
+    )
+    idle_grace_minutes = models.PositiveSmallIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(1440)]
+    )
     allowed_labs = models.ManyToManyField(
         "accounts.Lab",
         blank=True,

@@ -73,6 +73,8 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "provisioning_lead_minutes",
             "teardown_grace_minutes",
             "requires_approval",
+            "idle_reclaim_minutes",
+            "idle_grace_minutes",
             "allowed_labs",
             "is_active",
         ]

@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from labgpu.api.parsers import SafeJSONParser
 from labgpu.api.permissions import BASE_PERMISSIONS, SITE_ADMIN
+from labgpu.bookings.selectors import bookings_visible_to
 from labgpu.catalog.models import InstanceType
 from labgpu.health import services
 from labgpu.health.authentication import (
@@ -14,17 +15,20 @@ from labgpu.health.authentication import (
     HeartbeatTokenAuthentication,
     IsNode,
 )
-from labgpu.health.limits import MAX_REPORT_BYTES
+from labgpu.health.limits import MAX_HEARTBEAT_BYTES, MAX_REPORT_BYTES
 from labgpu.health.models import HealthReport
-from labgpu.health.selectors import instance_type_baselines
+from labgpu.health.selectors import booking_utilisation, instance_type_baselines
 from labgpu.health.serializers import (
     AgentBootstrapSerializer,
+    AgentHeartbeatRequestSerializer,
     AgentHeartbeatSerializer,
     AgentReportSerializer,
+    BookingUtilisationSerializer,
     DeepCheckRequestSerializer,
     HealthReportSerializer,
     InstanceTypeHealthSerializer,
 )
+from labgpu.health.utilisation import booking_keep
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.selectors import nodes_visible_to
 
@@ -60,12 +64,19 @@ class AgentReportView(AgentView):
         )
 
 
+class AgentHeartbeatParser(SafeJSONParser):
+    max_bytes = MAX_HEARTBEAT_BYTES
+
+
 class AgentHeartbeatView(AgentView):
     authentication_classes = [HeartbeatTokenAuthentication]
+    parser_classes = [AgentHeartbeatParser]
 
-    @extend_schema(request=None, responses=AgentHeartbeatSerializer)
+    @extend_schema(request=AgentHeartbeatRequestSerializer, responses=AgentHeartbeatSerializer)
     def post(self, request: Request) -> Response:
-        return Response({"action": services.agent_heartbeat(node=request.auth)})
+        return Response(
+            {"action": services.agent_heartbeat(node=request.auth, payload=request.data)}
+        )
 
 
 class NodeHealthView(APIView):
@@ -124,3 +135,27 @@ class InstanceTypeHealthView(APIView):
                 }
             ).data
         )
+
+
+class BookingUtilisationView(APIView):
+    """Live utilisation of a booking's node (its lab, or site admins): totals, idle state and the
+    recent samples behind the booking page's sparklines."""
+
+    permission_classes = BASE_PERMISSIONS
+
+    @extend_schema(responses=BookingUtilisationSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        booking = get_object_or_404(bookings_visible_to(request.user), pk=pk)
+        return Response(BookingUtilisationSerializer(booking_utilisation(booking)).data)
+
+
+class BookingKeepView(APIView):
+    """The owner answers an idle warning: the node is in use, do not end the booking."""
+
+    permission_classes = BASE_PERMISSIONS
+
+    @extend_schema(request=None, responses=BookingUtilisationSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        booking = get_object_or_404(bookings_visible_to(request.user), pk=pk)
+        booking_keep(actor=request.user, booking=booking)
+        return Response(BookingUtilisationSerializer(booking_utilisation(booking)).data)

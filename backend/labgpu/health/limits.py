@@ -182,3 +182,81 @@ def parse_collected_at(text: str) -> datetime:
             f"outside {EARLIEST_ACCEPTED:%Y-%m-%d} … {LATEST_ACCEPTED:%Y-%m-%d}", "collected_at"
         )
     return moment
+
+
+# --- Heartbeats (issue 15): `{"status": "alive", "usage": {...}}` from labgpu_agent.usage ---------
+MAX_HEARTBEAT_BYTES = 16 * 1024  # 64 GPUs of five numbers each is ~6 KB
+MAX_HEARTBEAT_GPUS = 64
+HEARTBEAT_GPU_BOUNDS: dict[str, tuple[float, float]] = {
+    "utilisation_pct": (0, 100),
+    "vram_used_mib": (0, 16 * 1024 * 1024),
+    "vram_total_mib": (0, 16 * 1024 * 1024),
+    "power_w": (0, 10_000),
+}
+HEARTBEAT_COUNT_BOUNDS: dict[str, int] = {"gpu_processes": 1_000_000, "ssh_sessions": 100_000}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A heartbeat's utilisation, validated: only known keys, every number inside its range."""
+
+    gpus: list[dict[str, float | int]]
+    gpu_processes: int | None
+    ssh_sessions: int | None
+
+
+def check_heartbeat(payload: Any) -> Usage | None:
+    """The heartbeat body, refused with the path of the first bad field; None without `usage`.
+
+    Unknown keys are ignored (a newer agent may send more) and never stored."""
+    if payload is None:
+        return None  # the oldest agents post no body at all
+    if not isinstance(payload, dict):
+        raise ReportRefused("must be a JSON object", "")
+    status = payload.get("status", "alive")
+    if not isinstance(status, str) or len(status) > 32:
+        raise ReportRefused("must be a short string", "status")
+    usage = payload.get("usage")
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise ReportRefused("must be an object", "usage")
+    gpus = usage.get("gpus", [])
+    if not isinstance(gpus, list):
+        raise ReportRefused("must be a list", "usage/gpus")
+    if len(gpus) > MAX_HEARTBEAT_GPUS:
+        raise ReportRefused(f"more than {MAX_HEARTBEAT_GPUS} GPUs", "usage/gpus")
+    clean: list[dict[str, float | int]] = []
+    seen: set[int] = set()
+    for position, gpu in enumerate(gpus):
+        path = f"usage/gpus/{position}"
+        if not isinstance(gpu, dict):
+            raise ReportRefused("must be an object", path)
+        index = gpu.get("index")
+        if not (isinstance(index, int) and not isinstance(index, bool) and 0 <= index <= 1023):
+            raise ReportRefused("must be an integer between 0 and 1023", f"{path}/index")
+        if index in seen:
+            raise ReportRefused("repeats another GPU's index", f"{path}/index")
+        seen.add(index)
+        entry: dict[str, float | int] = {"index": index}
+        for key, (low, high) in HEARTBEAT_GPU_BOUNDS.items():
+            value = gpu.get(key)
+            if value is None:
+                continue
+            if not (_is_number(value) and math.isfinite(value) and low <= value <= high):
+                raise ReportRefused(
+                    f"must be a number between {low:g} and {high:g}", f"{path}/{key}"
+                )
+            entry[key] = round(float(value), 1)
+        clean.append(entry)
+    counts: dict[str, int | None] = {}
+    for key, high in HEARTBEAT_COUNT_BOUNDS.items():
+        value = usage.get(key)
+        if value is not None and not (
+            isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= high
+        ):
+            raise ReportRefused(f"must be an integer between 0 and {high}", f"usage/{key}")
+        counts[key] = value
+    return Usage(
+        gpus=clean, gpu_processes=counts["gpu_processes"], ssh_sessions=counts["ssh_sessions"]
+    )

@@ -41,3 +41,37 @@ class HealthReport(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.node} {self.verdict} at {self.collected_at:%Y-%m-%d %H:%M}"
+
+
+class UtilisationSample(models.Model):
+    """One heartbeat's utilisation of a node, for the booking's live charts.
+
+    Bounded: at most one per `SAMPLE_MIN_INTERVAL_S` per node (an agent that heartbeats faster is
+    not sampled faster) and none older than `SAMPLE_RETENTION_S` (pruned as new ones arrive).
+    """
+
+    node = models.ForeignKey(
+        "provisioning.Node", on_delete=models.CASCADE, related_name="utilisation_samples"
+    )
+    booking = models.ForeignKey(
+        "bookings.Booking", on_delete=models.CASCADE, related_name="utilisation_samples"
+    )
+    at = models.DateTimeField()
+    # [{"index", "utilisation_pct", "vram_used_mib", "vram_total_mib", "power_w"}], validated
+    gpus = models.JSONField(default=list)
+    utilisation_pct = models.FloatField(null=True)  # mean over the GPUs that reported one
+    vram_used_mib = models.FloatField(null=True)  # sum
+    power_w = models.FloatField(null=True)  # sum
+    gpu_processes = models.PositiveIntegerField(null=True)
+    ssh_sessions = models.PositiveIntegerField(null=True)
+    active = models.BooleanField()
+
+    class Meta:
+        ordering = ["at"]
+        indexes = [
+            models.Index(fields=["node", "at"]),
+            models.Index(fields=["booking", "at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node} {self.utilisation_pct}% at {self.at:%H:%M:%S}"

@@ -1,11 +1,13 @@
 from collections import defaultdict
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import Max
 
 from labgpu.catalog.models import InstanceType
 from labgpu.health.limits import smoke_value
-from labgpu.health.models import HealthReport
+from labgpu.health.models import HealthReport, UtilisationSample
+from labgpu.usage.models import BookingUtilisation
 
 BASELINE_NODES = 50
 
@@ -71,3 +73,30 @@ def _lab_weighted_median(labs: dict[Any, list[float]]) -> float:
         if running >= half - 1e-9:
             return value
     return weighted[-1][0]
+
+
+def booking_utilisation(booking: Any, *, samples: int = 360) -> dict[str, Any]:
+    """The booking's totals, idle state and latest chart samples (oldest first)."""
+    totals = BookingUtilisation.objects.filter(booking=booking).first()
+    pool = booking.pool
+    policy = (
+        {"idle_minutes": pool.idle_reclaim_minutes, "grace_minutes": pool.idle_grace_minutes}
+        if pool.idle_reclaim_minutes is not None
+        else None
+    )
+    warned = totals.idle_warned_at if totals else None
+    rows = list(UtilisationSample.objects.filter(booking=booking).order_by("-at")[:samples])[::-1]
+    return {
+        "booking": booking.pk,
+        "average_utilisation_pct": totals.average_utilisation_pct if totals else None,
+        "used_hours": totals.used_hours if totals else 0.0,
+        "observed_hours": round(totals.observed_s / 3600, 4) if totals else 0.0,
+        "last_sample_at": totals.last_sample_at if totals else None,
+        "last_active_at": totals.last_active_at if totals else None,
+        "idle_warned_at": warned,
+        "idle_ends_at": warned + timedelta(minutes=pool.idle_grace_minutes)
+        if warned and policy
+        else None,
+        "idle_policy": policy,
+        "samples": rows,
+    }

@@ -72,6 +72,27 @@ class AgentBootstrapSerializer(serializers.Serializer):
     required_smoke = serializers.ListField(child=serializers.CharField())
 
 
+class HeartbeatGpuSerializer(serializers.Serializer):
+    index = serializers.IntegerField(min_value=0, max_value=1023)
+    utilisation_pct = serializers.FloatField(min_value=0, max_value=100, required=False)
+    vram_used_mib = serializers.FloatField(min_value=0, required=False)
+    vram_total_mib = serializers.FloatField(min_value=0, required=False)
+    power_w = serializers.FloatField(min_value=0, max_value=10_000, required=False)
+
+
+class HeartbeatUsageSerializer(serializers.Serializer):
+    gpus = HeartbeatGpuSerializer(many=True, max_length=64)
+    gpu_processes = serializers.IntegerField(min_value=0, required=False)
+    ssh_sessions = serializers.IntegerField(min_value=0, required=False)
+
+
+class AgentHeartbeatRequestSerializer(serializers.Serializer):
+    """Documents the body; `labgpu.health.limits.check_heartbeat` is what enforces it."""
+
+    status = serializers.CharField(max_length=32, required=False)
+    usage = HeartbeatUsageSerializer(required=False)
+
+
 class AgentHeartbeatSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=["continue", "stop", "deep_check"])
 
@@ -93,3 +114,33 @@ class InstanceTypeHealthSerializer(serializers.Serializer):
     instance_type = serializers.IntegerField()
     baselines = serializers.DictField(child=BaselineSerializer())
     reports = HealthReportSerializer(many=True)
+
+
+class UtilisationSampleSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    utilisation_pct = serializers.FloatField(allow_null=True)
+    vram_used_mib = serializers.FloatField(allow_null=True)
+    power_w = serializers.FloatField(allow_null=True)
+    gpu_processes = serializers.IntegerField(allow_null=True)
+    ssh_sessions = serializers.IntegerField(allow_null=True)
+    active = serializers.BooleanField()
+    gpus = serializers.ListField(child=serializers.DictField())
+
+
+class IdlePolicySerializer(serializers.Serializer):
+    idle_minutes = serializers.IntegerField()
+    grace_minutes = serializers.IntegerField()
+
+
+class BookingUtilisationSerializer(serializers.Serializer):
+    booking = serializers.IntegerField()
+    average_utilisation_pct = serializers.FloatField(allow_null=True)
+    used_hours = serializers.FloatField()
+    observed_hours = serializers.FloatField()
+    last_sample_at = serializers.DateTimeField(allow_null=True)
+    last_active_at = serializers.DateTimeField(allow_null=True)
+    idle_warned_at = serializers.DateTimeField(allow_null=True)
+    # When an idle booking ends unless used or kept (warning + the pool's grace).
+    idle_ends_at = serializers.DateTimeField(allow_null=True)
+    idle_policy = IdlePolicySerializer(allow_null=True)
+    samples = UtilisationSampleSerializer(many=True)

@@ -13,6 +13,7 @@ from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.health import limits
 from labgpu.health.models import HealthReport
+from labgpu.health.utilisation import utilisation_record
 from labgpu.providers import ProviderError
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services.agent import node_report_passed
@@ -172,14 +173,25 @@ def _adopt_droplet(node: Node) -> bool:
 DEEP_CHECK_FROM = (NodeStatus.CHECKING, NodeStatus.READY)
 
 
-def agent_heartbeat(*, node: Node) -> str:
-    """Record that the agent lives; tell it to stop once its node is on the way out, or to run
-    the deep check a site admin asked for (handed out once: the flag is cleared as it is read)."""
+def agent_heartbeat(*, node: Node, payload: Any = None) -> str:
+    """Record that the agent lives (and what its GPUs are doing: `usage`, validated first, I-9);
+    tell it to stop once its node is on the way out, or to run the deep check a site admin asked
+    for (handed out once: the flag is cleared as it is read)."""
+    try:
+        usage = limits.check_heartbeat(payload)
+    except limits.ReportRefused as refused:
+        path = refused.path or "heartbeat"
+        message = f"invalid heartbeat at {path}: {refused.message}"
+        raise ApplicationError(
+            message, code="invalid_heartbeat", extra={"path": path, "fields": {path: [message]}}
+        ) from None
     Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
     node.refresh_from_db(fields=["status"])
     live = (NodeStatus.BOOTING, NodeStatus.CHECKING, NodeStatus.READY)
     if node.status not in live:
         return "stop"
+    if usage is not None:
+        utilisation_record(node=node, usage=usage)
     handed = Node.objects.filter(
         pk=node.pk, status__in=DEEP_CHECK_FROM, deep_check_requested_at__isnull=False
     ).update(deep_check_requested_at=None)

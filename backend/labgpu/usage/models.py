@@ -57,3 +57,36 @@ class UsageRecord(BaseModel):
     @property
     def cost(self) -> Decimal:
         return (Decimal(self.seconds) / 3600 * self.price_per_hour).quantize(Decimal("0.01"))
+
+
+class BookingUtilisation(models.Model):
+    """What the booking's node did with its GPUs, summed from the agent's heartbeats.
+
+    `observed_s` is heartbeat time (each gap capped, so a silent agent adds nothing), `active_s`
+    the part of it with any GPU busy, a process on a GPU or an SSH session ("used hours"), and
+    `utilisation_s` the integral of the mean GPU utilisation in %·s (average = it / observed_s).
+    The idle fields belong to the pool's idle policy (labgpu.health.services).
+    """
+
+    booking = models.OneToOneField(
+        "bookings.Booking", on_delete=models.CASCADE, primary_key=True, related_name="utilisation"
+    )
+    observed_s = models.FloatField(default=0)
+    active_s = models.FloatField(default=0)
+    utilisation_s = models.FloatField(default=0)
+    last_sample_at = models.DateTimeField(null=True, blank=True)
+    # When the node was last seen in use (or the owner pressed "keep"); idle time counts from it.
+    last_active_at = models.DateTimeField(null=True, blank=True)
+    idle_warned_at = models.DateTimeField(null=True, blank=True)
+    kept_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"booking {self.booking_id}: {self.used_hours} h used"
+
+    @property
+    def average_utilisation_pct(self) -> float | None:
+        return round(self.utilisation_s / self.observed_s, 1) if self.observed_s else None
+
+    @property
+    def used_hours(self) -> float:
+        return round(self.active_s / 3600, 4)

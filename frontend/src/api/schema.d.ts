@@ -292,6 +292,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/bookings/{id}/keep/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description The owner answers an idle warning: the node is in use, do not end the booking. */
+        post: operations["v1_bookings_keep_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/bookings/{id}/move/": {
         parameters: {
             query?: never;
@@ -319,6 +336,26 @@ export interface paths {
         get?: never;
         put?: never;
         post: operations["v1_bookings_reject_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bookings/{id}/utilisation/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Live utilisation of a booking's node (its lab, or site admins): totals, idle state and the
+         *     recent samples behind the booking page's sparklines.
+         */
+        get: operations["v1_bookings_utilisation_retrieve"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1325,6 +1362,11 @@ export interface components {
         AgentHeartbeat: {
             action: components["schemas"]["ActionEnum"];
         };
+        /** @description Documents the body; `labgpu.health.limits.check_heartbeat` is what enforces it. */
+        AgentHeartbeatRequestRequest: {
+            status?: string;
+            usage?: components["schemas"]["HeartbeatUsageRequest"];
+        };
         /** @description The agent's report; its full schema is labgpu_agent's report.schema.json. */
         AgentReportRequest: {
             schema_version: number;
@@ -1495,6 +1537,7 @@ export interface components {
              */
             readonly actual_end: string;
             readonly failure_reason: string;
+            readonly end_reason: string;
             /** Format: decimal */
             readonly actual_cost: string | null;
             readonly node: components["schemas"]["BookingNode"] | null;
@@ -1561,6 +1604,25 @@ export interface components {
          * @enum {string}
          */
         BookingStatusEnum: "pending" | "scheduled" | "provisioning" | "ready" | "ending" | "completed" | "cancelled" | "rejected" | "expired" | "failed";
+        BookingUtilisation: {
+            booking: number;
+            /** Format: double */
+            average_utilisation_pct: number | null;
+            /** Format: double */
+            used_hours: number;
+            /** Format: double */
+            observed_hours: number;
+            /** Format: date-time */
+            last_sample_at: string | null;
+            /** Format: date-time */
+            last_active_at: string | null;
+            /** Format: date-time */
+            idle_warned_at: string | null;
+            /** Format: date-time */
+            idle_ends_at: string | null;
+            idle_policy: components["schemas"]["IdlePolicy"] | null;
+            samples: components["schemas"]["UtilisationSample"][];
+        };
         BulkDecisionRequest: {
             ids: number[];
             decision: components["schemas"]["DecisionEnum"];
@@ -1818,6 +1880,26 @@ export interface components {
             timing?: unknown;
             /** Format: date-time */
             readonly created_at: string;
+        };
+        HeartbeatGpuRequest: {
+            index: number;
+            /** Format: double */
+            utilisation_pct?: number;
+            /** Format: double */
+            vram_used_mib?: number;
+            /** Format: double */
+            vram_total_mib?: number;
+            /** Format: double */
+            power_w?: number;
+        };
+        HeartbeatUsageRequest: {
+            gpus: components["schemas"]["HeartbeatGpuRequest"][];
+            gpu_processes?: number;
+            ssh_sessions?: number;
+        };
+        IdlePolicy: {
+            idle_minutes: number;
+            grace_minutes: number;
         };
         InstanceType: {
             readonly id: number;
@@ -2087,6 +2169,8 @@ export interface components {
             provisioning_lead_minutes?: number;
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
+            idle_reclaim_minutes?: number | null;
+            idle_grace_minutes?: number;
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -2106,6 +2190,8 @@ export interface components {
             provisioning_lead_minutes?: number;
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
+            idle_reclaim_minutes?: number | null;
+            idle_grace_minutes?: number;
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -2401,6 +2487,8 @@ export interface components {
             provisioning_lead_minutes?: number;
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
+            idle_reclaim_minutes?: number | null;
+            idle_grace_minutes?: number;
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -3183,6 +3271,22 @@ export interface components {
             first_name?: string;
             last_name?: string;
         };
+        UtilisationSample: {
+            /** Format: date-time */
+            at: string;
+            /** Format: double */
+            utilisation_pct: number | null;
+            /** Format: double */
+            vram_used_mib: number | null;
+            /** Format: double */
+            power_w: number | null;
+            gpu_processes: number | null;
+            ssh_sessions: number | null;
+            active: boolean;
+            gpus: {
+                [key: string]: unknown;
+            }[];
+        };
         /**
          * @description * `pass` - pass
          *     * `warn` - warn
@@ -3295,7 +3399,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AgentHeartbeatRequestRequest"];
+            };
+        };
         responses: {
             200: {
                 headers: {
@@ -4876,6 +4984,81 @@ export interface operations {
             };
         };
     };
+    v1_bookings_keep_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BookingUtilisation"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_bookings_move_create: {
         parameters: {
             query?: never;
@@ -5022,6 +5205,72 @@ export interface operations {
             };
             /** @description Conflict (e.g. pool full: extra.next_free) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_bookings_utilisation_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BookingUtilisation"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
