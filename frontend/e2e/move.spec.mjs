@@ -1,6 +1,6 @@
-// Issue 14 (admin): a blackout's clashes can be moved, not only cancelled. The site admin moves
-// alice's booking to the next free window the page offers; the API, the audit log and the
-// blackout's clash list say so.
+// Issue 14 (admin): a blackout's clashes can be moved, not only cancelled. The Move dialog offers
+// the pool's next free windows (not only the first); the site admin picks the second one, and the
+// API, the audit log and the blackout's clash list say so.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
@@ -17,7 +17,7 @@ describe('moving a booking out of a blackout (issue 14)', () => {
     await browser?.close()
   })
 
-  it('a site admin moves a clashing booking to the offered free window after the blackout', async () => {
+  it('a site admin moves a clashing booking to one of the free windows offered after the blackout', async () => {
     const alice = await signIn(browser, 'alice')
     const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)
     const window = await freeWindow(alice.context, pool, 120)
@@ -52,14 +52,21 @@ describe('moving a booking out of a blackout (issue 14)', () => {
       `/api/v1/pools/${pool.id}/availability/?start=${encodeURIComponent(blackout.end)}` +
       `&end=${encodeURIComponent(new Date(Date.parse(blackout.end) + minutes * 60_000).toISOString())}&duration_minutes=${minutes}`)
     assert.equal(availability.status, 200, JSON.stringify(availability.body))
-    const offered = availability.body.next_free[0]
-    assert.ok(offered, 'a free window after the blackout')
-    assert.ok(Date.parse(offered.start) >= Date.parse(blackout.end))
+    const windows = availability.body.next_free
+    // At least the blackout's end and the end of alice's own booking (plus the lead) open one.
+    assert.ok(windows.length >= 2, `several free windows after the blackout: ${JSON.stringify(windows)}`)
+    assert.ok(windows.every((w) => Date.parse(w.start) >= Date.parse(blackout.end)))
+    const offered = windows[1]
 
     await clash.locator('[data-testid=blackout-move-booking]').click()
     const dialog = page.locator('[data-app-confirm]')
     await dialog.waitFor()
     assert.match(await dialog.textContent(), new RegExp(`#${id}`))
+    // One radio per window, in the pool's order, the first picked unless another is chosen.
+    const choices = dialog.locator('[data-testid=confirm-choice]')
+    assert.equal(await choices.count(), windows.length)
+    assert.ok(await choices.nth(0).locator('input').isChecked())
+    await choices.nth(1).locator('input').check()
     await dialog.locator('[data-testid=confirm-ok]').click()
     await page.getByText(`Booking #${id} moved.`).waitFor()
 

@@ -7,6 +7,10 @@ export interface ConfirmRequest {
   confirmLabel?: string
   /** A destructive action: the confirming button is red. */
   danger?: boolean
+  /** Options to pick one of (radio buttons, the first preselected); `choose` resolves to its index. */
+  choices?: string[]
+  /** What the options are, read out as the radio group's name. */
+  choicesLabel?: string
 }
 
 interface Pending extends ConfirmRequest {
@@ -16,9 +20,12 @@ interface Pending extends ConfirmRequest {
 /** The app's own confirm dialog (instead of `window.confirm`): one question at a time (UI state). */
 export const useConfirmStore = defineStore('confirm', () => {
   const pending = ref<Pending | null>(null)
+  /** The index of the picked choice while a question with `choices` is open. */
+  const choice = ref(0)
 
   function ask(request: ConfirmRequest): Promise<boolean> {
     pending.value?.resolve(false) // a newer question replaces an unanswered one
+    choice.value = 0
     return new Promise((resolve) => {
       pending.value = { ...request, resolve }
     })
@@ -30,5 +37,10 @@ export const useConfirmStore = defineStore('confirm', () => {
     current?.resolve(ok)
   }
 
-  return { pending, ask, answer }
+  /** Ask with `choices`: the picked index, or null when cancelled. */
+  async function choose(request: ConfirmRequest & { choices: string[] }): Promise<number | null> {
+    return (await ask(request)) ? choice.value : null
+  }
+
+  return { pending, choice, ask, choose, answer }
 })
