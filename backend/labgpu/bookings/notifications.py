@@ -173,7 +173,6 @@ def booking_ending_soon(booking: Booking) -> None:
 
 def booking_idle_warning(booking: Booking, *, ends_at: datetime) -> None:
     """The pool's idle policy: the node's GPUs sat idle with no SSH session for a while."""
-    # Chat channels (helper "chat", issue 15 item 4) hook in here once their notify() lands.
     user = booking.user
     with translation.override(user.language):
         subject = _("Booking #%(id)s looks idle") % {"id": booking.pk}
@@ -184,6 +183,7 @@ def booking_idle_warning(booking: Booking, *, ends_at: datetime) -> None:
         ) % {"end": local_time(ends_at, user)}
         body = _with_link(body, booking)
     _send(user, subject, body, booking)
+    _chat("idle_warning", booking, idle_minutes=booking.pool.idle_reclaim_minutes, ends_at=ends_at)
 
 
 def booking_idle_ended(booking: Booking) -> None:

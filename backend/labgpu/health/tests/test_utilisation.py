@@ -10,6 +10,9 @@ from labgpu.audit.models import AuditEvent
 from labgpu.bookings.models import Booking, Notification
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import ProviderAccount
+from labgpu.chat.models import ChatDelivery
+from labgpu.chat.services import channel_create, delivery_attempt
+from labgpu.chat.tests.receiver import receiver
 from labgpu.core.timeutils import now
 from labgpu.health.models import UtilisationSample
 from labgpu.health.utilisation import bookings_reclaim_idle
@@ -186,11 +189,27 @@ def test_idle_policy_is_off_by_default(ready, clock):
     assert booking.status == "ready"
 
 
+@pytest.fixture
+def sink(settings):
+    """A local chat receiver (labgpu.chat's own), reachable because loopback is allowed here."""
+    settings.LABGPU_CHAT_ALLOW_LOOPBACK = True
+    with receiver() as state:
+        yield state
+
+
 def test_idle_booking_is_warned_then_ended_early_with_the_reason_and_audited(
-    ready, clock, django_capture_on_commit_callbacks
+    ready, clock, django_capture_on_commit_callbacks, sink
 ):
     booking, agent = ready
     enable_policy(booking)
+    channel = channel_create(
+        actor=booking.user,
+        kind="webhook",
+        name="mine",
+        url=f"{sink.base_url}/in",
+        secret="SECtest-signing-secret-0123456789",
+        events=["idle_warning"],
+    )
     beat_for(agent, clock, 29, **IDLE)
     assert bookings_reclaim_idle() == {"warned": 0, "ended": 0}
     beat_for(agent, clock, 2, **IDLE)
@@ -199,6 +218,9 @@ def test_idle_booking_is_warned_then_ended_early_with_the_reason_and_audited(
         assert bookings_reclaim_idle() == {"warned": 0, "ended": 0}  # warned once
     assert Notification.objects.filter(user=booking.user, subject__contains="idle").count() == 1
     assert any("idle" in m.subject for m in mail.outbox)
+    (delivery,) = ChatDelivery.objects.filter(channel=channel, event="idle_warning")
+    assert delivery_attempt(delivery_id=delivery.pk) is None
+    assert len(sink.requests) == 1 and "idle" in sink.requests[0].body.decode().lower()
     beat_for(agent, clock, 16, **IDLE)
     with django_capture_on_commit_callbacks(execute=True):
         assert bookings_reclaim_idle() == {"warned": 0, "ended": 1}
