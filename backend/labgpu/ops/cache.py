@@ -46,8 +46,33 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
         return client
 
 
+# A rate limit's sliding window in one atomic round trip (labgpu.api.throttling): the list holds
+# the request times newest first, as DRF's SimpleRateThrottle keeps its history. Times older than
+# the window fall off the end; a request is let in (and recorded) while fewer than `limit` remain.
+# Returns {allowed, times in the window, the oldest of them}; numbers travel as strings so that
+# Lua does not truncate them to integers.
+SLIDING_WINDOW_LUA = """
+local now, duration, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+while true do
+  local oldest = redis.call('LINDEX', KEYS[1], -1)
+  if not oldest or tonumber(oldest) > now - duration then break end
+  redis.call('RPOP', KEYS[1])
+end
+local count = redis.call('LLEN', KEYS[1])
+local allowed = 0
+if count < limit then
+  redis.call('LPUSH', KEYS[1], ARGV[1])
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  count = count + 1
+  allowed = 1
+end
+return {allowed, count, redis.call('LINDEX', KEYS[1], -1) or ''}
+"""
+
+
 class ResilientRedisCache(RedisCache):
     _last_warning = 0.0
+    _sliding_window_script: Any = None
 
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         options = params.setdefault("OPTIONS", {})
@@ -62,6 +87,29 @@ class ResilientRedisCache(RedisCache):
         if moment - ResilientRedisCache._last_warning > 60:
             ResilientRedisCache._last_warning = moment
             logger.warning("cache unavailable (%s: %r); serving without it", method, error)
+
+    def sliding_window(
+        self, key: str, *, now: float, duration: int, limit: int
+    ) -> tuple[bool, int, float | None] | None:
+        """Let one request into the rate window `key` if fewer than `limit` came in the last
+        `duration` seconds: (allowed, requests in the window, the oldest one's time), in one
+        atomic round trip; None while Redis is away (the caller lets the request in)."""
+        try:
+            client = self._cache.get_client(key, write=True)
+            script = ResilientRedisCache._sliding_window_script
+            if script is None:
+                script = ResilientRedisCache._sliding_window_script = client.register_script(
+                    SLIDING_WINDOW_LUA
+                )
+            allowed, count, oldest = script(
+                keys=[self.make_and_validate_key(f"{key}:window")],
+                args=[repr(now), duration, limit],
+                client=client,
+            )
+        except Exception as error:  # redis-py's ConnectionError, TimeoutError, …
+            self._away("sliding_window", error)
+            return None
+        return bool(allowed), int(count), float(oldest) if oldest else None
 
 
 def _resilient(name: str):  # type: ignore[no-untyped-def]
