@@ -37,6 +37,8 @@ export DJANGO_SECRET_KEY="e2e-only-secret" LABGPU_THROTTLE_USER="100000/min" LAB
 rm -rf "$VAR/mail"
 export DJANGO_EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend" LABGPU_EMAIL_FILE_PATH="$VAR/mail"
 export E2E_MAIL_DIR="$VAR/mail" LABGPU_PUBLIC_URL="http://127.0.0.1:$PORT"
+# Chat channels may post to the specs' local receivers (chat.spec.mjs).
+export LABGPU_CHAT_ALLOW_LOOPBACK=1
 
 cd "$ROOT/backend"
 # A real OpenID Provider (backend/labgpu/sso/tests/op) for the SSO spec; LabGPU signs in with it.

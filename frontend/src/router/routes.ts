@@ -129,6 +129,12 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.feeds' },
   },
   {
+    path: '/chat-channels',
+    name: 'chat-channels',
+    component: () => import('@/views/account/ChatChannelListView.vue'),
+    meta: { title: 'nav.chat' },
+  },
+  {
     path: '/notifications',
     name: 'notifications',
     component: () => import('@/views/account/NotificationListView.vue'),
