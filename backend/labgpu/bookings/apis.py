@@ -2,17 +2,21 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from labgpu.accounts.models import Membership, User
 from labgpu.api.permissions import SITE_ADMIN
 from labgpu.bookings import services
 from labgpu.bookings.blackouts import blackout_clashes, blackout_create
 from labgpu.bookings.filters import BookingFilter
+from labgpu.bookings.free_windows import member_free_windows
 from labgpu.bookings.models import Booking, Notification
 from labgpu.bookings.notifications import notification_mark_read
 from labgpu.bookings.selectors import (
@@ -38,6 +42,8 @@ from labgpu.bookings.serializers import (
     BulkDecisionResultSerializer,
     BulkDecisionSerializer,
     BusyBlockSerializer,
+    FreeWindowSerializer,
+    FreeWindowsQuerySerializer,
     NotificationReadSerializer,
     NotificationSerializer,
     ReasonSerializer,
@@ -46,7 +52,7 @@ from labgpu.catalog.apis import BlackoutViewSet as CatalogBlackoutViewSet
 from labgpu.catalog.models import NodePool
 from labgpu.catalog.selectors import pools_visible_to
 from labgpu.catalog.serializers import BlackoutSerializer
-from labgpu.core.errors import ApplicationError
+from labgpu.core.errors import ApplicationError, NotPermitted
 
 BOOK_ACTIONS = {"create", "cancel", "extend", "move"}
 
@@ -314,3 +320,51 @@ class NotificationViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def read_all(self, request: Request) -> Response:
         """Mark every notification of the signed-in person read."""
         return Response({"marked": notification_mark_read(user=request.user)})
+
+
+class PoolFreeWindowsView(APIView):
+    """The pool's next free windows for a duration, each marked with the refusal your own limits
+    in the lab (hours per week, bookings at a time) would give a booking of it."""
+
+    @extend_schema(
+        parameters=[FreeWindowsQuerySerializer], responses=FreeWindowSerializer(many=True)
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        pool = get_object_or_404(pools_visible_to(request.user), pk=pk)
+        query = FreeWindowsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        asked = query.validated_data
+        membership = _booking_membership(request.user, asked.get("lab"))
+        windows = member_free_windows(
+            pool,
+            user=request.user,
+            membership=membership,
+            duration=timedelta(minutes=asked.get("duration_minutes") or pool.min_duration_minutes),
+            after=asked.get("after"),
+        )
+        return Response(
+            [
+                {
+                    "start": iso(w.start),
+                    "end": iso(w.end),
+                    "refused": w.refused and {"code": w.refused.code, "message": w.refused.message},
+                }
+                for w in windows
+            ]
+        )
+
+
+def _booking_membership(user: User, lab_id: int | None) -> Membership | None:
+    """The membership a booking by `user` would use: of `lab_id`, else their only one; None for
+    someone in no lab (a site admin), whom no member limit binds."""
+    memberships = list(Membership.objects.filter(user=user).select_related("lab"))
+    if lab_id is not None:
+        for membership in memberships:
+            if membership.lab_id == lab_id:
+                return membership
+        raise NotPermitted("You are not a member of this lab.", code="not_a_member", field="lab")
+    if len(memberships) > 1:
+        raise ApplicationError(
+            "You are in several labs: say which one books.", code="lab_required", field="lab"
+        )
+    return memberships[0] if memberships else None

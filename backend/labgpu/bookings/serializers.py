@@ -341,3 +341,31 @@ class DecisionOutcomeSerializer(serializers.Serializer):
 
 class BulkDecisionResultSerializer(serializers.Serializer):
     results = DecisionOutcomeSerializer(many=True)
+
+
+class FreeWindowsQuerySerializer(serializers.Serializer):
+    after = AwareDateTimeField(required=False, help_text="Earliest start (default: now).")
+    duration_minutes = serializers.IntegerField(
+        min_value=1,
+        max_value=60 * 24 * 90,
+        required=False,
+        help_text="Length of the windows (default: the pool's minimum duration).",
+    )
+    lab = serializers.IntegerField(
+        required=False, help_text="The lab that would book (needed when you are in several)."
+    )
+
+
+class WindowRefusalSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class FreeWindowSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    refused = WindowRefusalSerializer(
+        allow_null=True,
+        help_text="Why a booking of this window would be refused by your own limits in the lab "
+        "(hours per week, bookings at a time); null when it would not.",
+    )

@@ -1,3 +1,4 @@
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from labgpu.bookings import apis
@@ -8,4 +9,9 @@ router.register("pools", apis.PoolCalendarViewSet, basename="pool")
 router.register("blackouts", apis.BlackoutViewSet, basename="blackout")
 router.register("notifications", apis.NotificationViewSet, basename="notification")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path(
+        "pools/<int:pk>/free-windows/", apis.PoolFreeWindowsView.as_view(), name="pool-free-windows"
+    ),
+    *router.urls,
+]

@@ -1097,6 +1097,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/pools/{id}/free-windows/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The pool's next free windows for a duration, each marked with the refusal your own limits
+         *     in the lab (hours per week, bookings at a time) would give a booking of it.
+         */
+        get: operations["v1_pools_free_windows_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/provider-accounts/": {
         parameters: {
             query?: never;
@@ -1834,6 +1854,14 @@ export interface components {
          * @enum {string}
          */
         FeedKindEnum: "user" | "pool";
+        FreeWindow: {
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            /** @description Why a booking of this window would be refused by your own limits in the lab (hours per week, bookings at a time); null when it would not. */
+            refused: components["schemas"]["WindowRefusal"] | null;
+        };
         /**
          * @description * `amd` - AMD
          *     * `nvidia` - NVIDIA
@@ -3299,6 +3327,10 @@ export interface components {
             start: string;
             /** Format: date-time */
             end: string;
+        };
+        WindowRefusal: {
+            code: string;
+            message: string;
         };
         Error: {
             /** @description For people; may be shown as is. */
@@ -9411,6 +9443,79 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BusyBlock"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pools_free_windows_list: {
+        parameters: {
+            query?: {
+                /** @description Earliest start (default: now). */
+                after?: string;
+                /** @description Length of the windows (default: the pool's minimum duration). */
+                duration_minutes?: number;
+                /** @description The lab that would book (needed when you are in several). */
+                lab?: number;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FreeWindow"][];
                 };
             };
             /** @description Invalid input */
