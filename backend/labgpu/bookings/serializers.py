@@ -144,6 +144,7 @@ def booking_representation(booking: Booking) -> dict[str, Any]:
         "ended_at": _moment(booking.ended_at),
         "actual_end": iso(booking.actual_end),
         "failure_reason": booking.failure_reason,
+        "end_reason": booking.end_reason,
         "actual_cost": _decimal(booking.actual_cost, CENTS),
         "node": None
         if node is None
