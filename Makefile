@@ -4,6 +4,7 @@ SHELL := /bin/bash
 
 PORT ?= 8000
 EMULATOR_PORT ?= 8010
+CHAT_SINK_PORT ?= 8026
 # The emulator's own default is a realistic GPU boot (minutes); the demo shortens it, and says so.
 EMULATOR_BOOT_DELAY ?= 20
 VENV ?= .venv
@@ -15,7 +16,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 	  2>/dev/null && { command -v $$p; break; }; done)
 PY := $(CURDIR)/$(VENV)/bin/python
 MANAGE := cd $(BACKEND) && $(PY) manage.py
-MANAGE_AT_EMULATOR = cd $(BACKEND) && EMULATOR_PORT=$(EMULATOR_PORT) $(PY) manage.py
+MANAGE_AT_EMULATOR = cd $(BACKEND) && EMULATOR_PORT=$(EMULATOR_PORT) CHAT_SINK_PORT=$(CHAT_SINK_PORT) $(PY) manage.py
 STAMP := $(VENV)/.installed
 # Without DATABASE_URL, the project's own PostgreSQL (backend/config/embedded_db.py) serves the data
 # from var/pg; `make db` starts it. The demo stamp lives with the data it describes.
@@ -102,7 +103,8 @@ run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(
 	$(MANAGE) collectstatic --noinput --verbosity 0
 	@echo "LabGPU on http://127.0.0.1:$(PORT)  (demo users: alice, bob, carol… password labgpu-demo)"
 	cd $(BACKEND) && PORT=$(PORT) EMULATOR_PORT=$(EMULATOR_PORT) VENV_BIN=$(CURDIR)/$(VENV)/bin \
-	  EMULATOR_BOOT_DELAY=$(EMULATOR_BOOT_DELAY) \
+	  EMULATOR_BOOT_DELAY=$(EMULATOR_BOOT_DELAY) CHAT_SINK_PORT=$(CHAT_SINK_PORT) \
+	  LABGPU_CHAT_ALLOW_LOOPBACK=$${LABGPU_CHAT_ALLOW_LOOPBACK:-1} \
 	  LABGPU_PROVIDER_TOKEN_EMULATOR=$${LABGPU_PROVIDER_TOKEN_EMULATOR:-emulator-dev-token} \
 	  LABGPU_PROVIDER_ALLOWED_BASE_URLS=$${LABGPU_PROVIDER_ALLOWED_BASE_URLS:-http://127.0.0.1:$(EMULATOR_PORT)} \
 	  LABGPU_PUBLIC_API_URL=$${LABGPU_PUBLIC_API_URL:-http://127.0.0.1:$(PORT)} \

@@ -72,9 +72,7 @@ def test_feishu_gets_its_signature_over_timestamp_and_secret(alice, sink):
 
 
 def test_feishu_refusal_inside_a_200_is_a_failed_delivery(alice, sink):
-    sink.answers = [
-        (200, b'{"code":19021,"msg":"sign match fail"}')
-    ]
+    sink.answers = [(200, b'{"code":19021,"msg":"sign match fail"}')]
     channel = services.channel_create(
         actor=alice, kind="feishu", name="f", url=f"{sink.base_url}/open-apis/bot/v2/hook/x"
     )
@@ -382,3 +380,35 @@ def test_channel_key_rotation_keeps_old_channels_readable(settings, alice, sink)
     settings.LABGPU_CHANNEL_KEY = new
     assert crypto.unseal(rotated)["url"].endswith("/services/a/b/c")
     assert urllib.parse.urlsplit(sink.base_url).hostname == "127.0.0.1"
+
+
+def test_make_run_chat_sink_prints_a_signed_message(alice, settings):
+    """The demo's sink (manage.py chat_sink, in the Procfile) shows what a channel posts."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sink = subprocess.Popen(
+        [sys.executable, "manage.py", "chat_sink", "--port", str(port), "--secret", SECRET],
+        cwd=Path(__file__).resolve().parents[3],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert "chat sink on" in sink.stdout.readline()
+        channel = services.channel_create(
+            actor=alice,
+            kind="webhook",
+            name="demo",
+            url=f"http://127.0.0.1:{port}/x",
+            secret=SECRET,
+        )
+        assert _send_test(channel, alice).status == "sent"
+        assert "[chat sink] test (signature ok)" in sink.stdout.readline()
+    finally:
+        sink.terminate()
+        sink.wait()

@@ -15,12 +15,18 @@ from labgpu.accounts.services import token_create
 from labgpu.bookings.models import Booking
 from labgpu.bookings.services import booking_create
 from labgpu.catalog.models import InstanceType, NodePool, ProviderAccount
+from labgpu.chat import crypto as chat_crypto
+from labgpu.chat import kinds as chat_kinds
+from labgpu.chat.models import ChatChannel
 from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
 from labgpu.demo.history import seed_history, seed_quota_request
 from labgpu.quotas.models import Quota
 
 DEMO_PASSWORD = "labgpu-demo"
 EMULATOR_ACCOUNT = "Local emulator"
+# `make run`'s chat sink (manage.py chat_sink, in the Procfile) prints what this channel posts.
+DEMO_CHAT_CHANNEL = "Demo chat sink (make run console)"
+DEMO_CHAT_SECRET = "labgpu-demo-chat-secret"
 
 
 def demo_emulator_url() -> str:
@@ -175,6 +181,7 @@ class Command(BaseCommand):
             users = self._people()
             pools = self._catalog()
             self._quotas()
+            self._chat_channel(users)
         self._bookings(users, pools)
         seed_history(users=users, pools=pools)
         seed_quota_request(users=users, pools=pools)
@@ -217,6 +224,25 @@ class Command(BaseCommand):
                 )
             users[username] = user
         return users
+
+    def _chat_channel(self, users: dict[str, User]) -> None:
+        """Alice's signed webhook to the local chat sink: her bookings' news shows in the console.
+        Written as a row (demo data, trusted): the service would refuse a loopback address unless
+        LABGPU_CHAT_ALLOW_LOOPBACK is on, which `make run` sets for the worker that delivers."""
+        alice = users["alice"]
+        if ChatChannel.objects.filter(user=alice, name=DEMO_CHAT_CHANNEL).exists():
+            return
+        url = f"http://127.0.0.1:{os.environ.get('CHAT_SINK_PORT', '8026')}/labgpu"
+        ChatChannel.objects.create(
+            name=DEMO_CHAT_CHANNEL,
+            kind=ChatChannel.Kind.WEBHOOK,
+            user=alice,
+            created_by=alice,
+            secret_box=chat_crypto.seal({"url": url, "secret": DEMO_CHAT_SECRET}),
+            hint=chat_kinds.hint(url),
+            language=alice.language,
+            timezone=alice.timezone,
+        )
 
     def _point_emulator(self) -> str:
         """The demo account follows the emulator port: a stale one leaves bookings provisioning."""
