@@ -1,5 +1,5 @@
 import { api, fetchAllPages, MAX_PAGE_SIZE, unwrap } from './client'
-import type { Availability, Blackout, BlackoutClash, BlackoutCreated, BusyBlock, InstanceType, Lab, Pool } from './types'
+import type { Availability, Blackout, BlackoutClash, BlackoutCreated, BusyBlock, FreeWindow, InstanceType, Lab, Pool } from './types'
 
 const page_size = MAX_PAGE_SIZE
 
@@ -56,4 +56,12 @@ export function poolBusy(pool: number, range: { start: string; end: string }): P
       ? { results: data as BusyBlock[], next: null }
       : (data as { results: BusyBlock[]; next?: string | null })
   })
+}
+
+/** The pool's next free windows, each marked with the refusal my own limits in `lab` would give. */
+export function poolFreeWindows(
+  pool: number,
+  query: { after?: string; duration_minutes?: number; lab?: number },
+): Promise<FreeWindow[]> {
+  return unwrap(api.GET('/api/v1/pools/{id}/free-windows/', { params: { path: { id: pool }, query } }))
 }

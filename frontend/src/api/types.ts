@@ -5,6 +5,8 @@ type Schemas = components['schemas']
 
 export type ApiErrorBody = Schemas['Error']
 export type Window = Schemas['Window']
+/** A free window with the refusal the member's own lab limits would give it (null: none). */
+export type FreeWindow = Schemas['FreeWindow']
 export type Me = Schemas['Me']
 export type AuthProviders = Schemas['AuthProviders']
 export type SsoProvider = Schemas['SsoProvider']

@@ -53,12 +53,14 @@ const availability: Availability = {
 const api = vi.hoisted(() => ({
   createBooking: vi.fn(),
   poolAvailability: vi.fn(),
+  poolFreeWindows: vi.fn(),
   listQuotas: vi.fn(),
 }))
 vi.mock('@/api/bookings', () => ({ createBooking: api.createBooking }))
 vi.mock('@/api/quotas', () => ({ listQuotas: api.listQuotas }))
 vi.mock('@/api/catalog', () => ({
   poolAvailability: api.poolAvailability,
+  poolFreeWindows: api.poolFreeWindows,
   listPools: async () => [pool],
   listInstanceTypes: async () => [instanceType],
   listLabs: async () => [],
@@ -160,6 +162,30 @@ describe('BookingForm', () => {
     expect((wrapper.get('#booking-start').element as HTMLInputElement).value).toBe('2026-12-01T14:00')
     expect((wrapper.get('#booking-end').element as HTMLInputElement).value).toBe('2026-12-01T18:00')
     expect(wrapper.find('[data-testid=next-free-option]').exists()).toBe(false)
+  })
+
+  it('on a conflict, shows the windows my own lab limits would refuse as not offered, with why', async () => {
+    const free = { start: '2026-12-02T06:00:00Z', end: '2026-12-02T10:00:00Z', refused: null }
+    const overMyHours = {
+      start: '2026-12-01T06:00:00Z',
+      end: '2026-12-01T10:00:00Z',
+      refused: { code: 'member_hours_exceeded', message: 'Your lab allows you 3 hours per week; 1 left.' },
+    }
+    api.createBooking.mockRejectedValueOnce(
+      new ApiError(409, { message: 'Pool full', code: 'pool_full', extra: { next_free: [overMyHours, free] } }),
+    )
+    api.poolFreeWindows.mockResolvedValueOnce([overMyHours, free])
+    const wrapper = await mountForm()
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    expect(api.poolFreeWindows).toHaveBeenCalledWith(2, expect.objectContaining({ duration_minutes: 240 }))
+    const refused = wrapper.findAll('[data-testid=next-free-refused]')
+    expect(refused).toHaveLength(1)
+    expect(refused[0]!.text()).toContain('Over your weekly hours in this lab')
+    const options = wrapper.findAll('[data-testid=next-free-option]')
+    expect(options).toHaveLength(1)
+    await options[0]!.trigger('click')
+    expect((wrapper.get('#booking-start').element as HTMLInputElement).value).toBe('2026-12-02T14:00')
   })
 
   it('refuses a window that ends before it starts without asking the API', async () => {
