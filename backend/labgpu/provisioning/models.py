@@ -231,3 +231,27 @@ class LabVolumeSize(BaseModel):
 
     lab = models.OneToOneField("accounts.Lab", on_delete=models.CASCADE, related_name="+")
     size_gb = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+
+
+class UntrackedVolume(BaseModel):
+    """A volume with our tag at the provider that no `Volume` row tracks, reported to site
+    admins by reconciliation (never deleted automatically: it may hold someone's data)."""
+
+    provider_account = models.ForeignKey(
+        "catalog.ProviderAccount", on_delete=models.CASCADE, related_name="+"
+    )
+    provider_id = models.CharField(max_length=64)
+    name = models.CharField(max_length=64)
+    region = models.CharField(max_length=32)
+    size_gb = models.PositiveIntegerField()
+    last_seen_at = models.DateTimeField()
+    #: set when a listing no longer shows it (deleted at the provider, or adopted)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["region", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider_account", "provider_id"], name="untracked_volume_unique"
+            )
+        ]

@@ -25,6 +25,7 @@ from labgpu.provisioning.services.nodes import (
     node_meter,
     node_record_droplet,
 )
+from labgpu.provisioning.services.volumes import volumes_reconcile
 
 logger = logging.getLogger(__name__)
 NodeStatus = Node.Status
@@ -53,7 +54,14 @@ def reconcile(*, account_id: int) -> dict[str, int]:
     - work a crashed worker left half-done (stuck creates, teardowns): enqueue it again.
     """
     account = ProviderAccount.objects.get(pk=account_id)
-    summary = {"orphans_destroyed": 0, "nodes_lost": 0, "adopted": 0, "metered": 0, "requeued": 0}
+    summary = {
+        "orphans_destroyed": 0,
+        "nodes_lost": 0,
+        "adopted": 0,
+        "metered": 0,
+        "requeued": 0,
+        "volumes_untracked": 0,
+    }
     with driver_for(account) as driver:
         droplets = driver.list_ours()
         crash_point("reconcile.after_list")
@@ -105,6 +113,7 @@ def reconcile(*, account_id: int) -> dict[str, int]:
                 summary["nodes_lost"] += node_fail(
                     node_id=node.pk, reason="The droplet vanished at the provider."
                 )
+        summary["volumes_untracked"] = volumes_reconcile(account=account, driver=driver)
     summary["metered"] = _meter_unmetered(account=account)
     summary["requeued"] = _requeue_stuck(account=account)
     return summary

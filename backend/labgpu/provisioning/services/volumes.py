@@ -16,8 +16,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from labgpu.accounts.models import Lab
+from labgpu.audit.services import audit_record
 from labgpu.bookings.models import Booking
-from labgpu.catalog.models import NodePool
+from labgpu.catalog.models import NodePool, ProviderAccount
 from labgpu.core.crashpoints import crash_point
 from labgpu.core.errors import ApplicationError, Conflict
 from labgpu.core.timeutils import now
@@ -28,7 +29,7 @@ from labgpu.providers import (
     VolumeSpec,
     volume_name,
 )
-from labgpu.provisioning.models import LabVolumeSize, Node, Volume
+from labgpu.provisioning.models import LabVolumeSize, Node, UntrackedVolume, Volume
 
 logger = logging.getLogger(__name__)
 
@@ -252,3 +253,61 @@ def volume_delete(*, volume: Volume, driver: ProviderDriver) -> None:
     Volume.objects.filter(pk=locked.pk).update(
         state=VolumeState.DELETED, deleted_at=now(), updated_at=now()
     )
+
+
+def volumes_reconcile(*, account: ProviderAccount, driver: ProviderDriver) -> int:
+    """Compare the provider's tagged volumes with ours; returns how many are untracked.
+
+    A volume whose create answered but whose id was never recorded (a worker killed at
+    `volume.after_create`) is adopted by its deterministic name. Anything else with our tag is
+    reported to site admins (an `UntrackedVolume` row and an audit entry), never deleted.
+    """
+    remote = driver.list_volumes()
+    tracked = set(
+        Volume.objects.filter(provider_account=account)
+        .exclude(state=VolumeState.DELETED)
+        .exclude(provider_id="")
+        .values_list("provider_id", flat=True)
+    )
+    seen_at = now()
+    untracked = 0
+    for volume in remote:
+        if volume.id in tracked:
+            continue
+        adopted = Volume.objects.filter(
+            provider_account=account,
+            region=volume.region,
+            name=volume.name,
+            provider_id="",
+            state=VolumeState.CREATING,
+        ).update(provider_id=volume.id, state=VolumeState.AVAILABLE, updated_at=seen_at)
+        if adopted:
+            continue
+        untracked += 1
+        _, created = UntrackedVolume.objects.update_or_create(
+            provider_account=account,
+            provider_id=volume.id,
+            defaults={
+                "name": volume.name,
+                "region": volume.region,
+                "size_gb": volume.size_gb,
+                "last_seen_at": seen_at,
+                "resolved_at": None,
+            },
+        )
+        if created:
+            logger.warning("reconcile: untracked volume %s (%s)", volume.id, volume.name)
+            audit_record(
+                actor=None,
+                action="volume.untracked",
+                target=account,
+                data={"provider_id": volume.id, "name": volume.name, "region": volume.region},
+            )
+    listed = {v.id for v in remote}
+    UntrackedVolume.objects.filter(provider_account=account, resolved_at__isnull=True).exclude(
+        provider_id__in=listed
+    ).update(resolved_at=seen_at)
+    UntrackedVolume.objects.filter(
+        provider_account=account, provider_id__in=tracked, resolved_at__isnull=True
+    ).update(resolved_at=seen_at)
+    return untracked

@@ -193,3 +193,27 @@ def test_a_volume_is_never_deleted_while_a_booking_uses_it(driver, emu, node):
     volume_delete(volume=volume, driver=driver)
     assert emu.volumes() == []
     assert Volume.objects.get(pk=volume.pk).state == "deleted"
+
+
+def test_untracked_tagged_volumes_are_reported_to_site_admins_and_never_deleted(driver, emu, node):
+    from labgpu.audit.models import AuditEvent
+    from labgpu.provisioning.models import UntrackedVolume
+    from labgpu.provisioning.services.volumes import volumes_reconcile
+
+    ours = volume_ensure_for_node(node=node, driver=driver)
+    stray = emu.seed_volume("labgpu-u999-tor1", "tor1", 30, tags=["labgpu-volume"])
+    emu.seed_volume("not-ours", "tor1", 5)  # no tag: someone else's business
+    account = node.provider_account
+
+    assert volumes_reconcile(account=account, driver=driver) == 1
+    assert volumes_reconcile(account=account, driver=driver) == 1  # reported once, kept listed
+
+    reported = UntrackedVolume.objects.get()
+    assert (reported.provider_id, reported.size_gb, reported.resolved_at) == (stray["id"], 30, None)
+    assert AuditEvent.objects.filter(action="volume.untracked").count() == 1
+    assert {v["id"] for v in emu.volumes()} >= {stray["id"], ours.provider_id}  # nothing deleted
+
+    driver.delete_volume(stray["id"])  # a site admin cleaned it up at the provider
+    assert volumes_reconcile(account=account, driver=driver) == 0
+    reported.refresh_from_db()
+    assert reported.resolved_at is not None
