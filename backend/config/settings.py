@@ -392,6 +392,7 @@ LABGPU_PUBLIC_URL = os.environ.get("LABGPU_PUBLIC_URL") or LABGPU_PUBLIC_API_URL
 LABGPU_INVITATION_TTL_S = int(os.environ.get("LABGPU_INVITATION_TTL_S", str(7 * 24 * 3600)))
 # Booting nodes are watched with one provider listing per account per interval (not per node).
 LABGPU_POLL_INTERVAL_S = float(os.environ.get("LABGPU_POLL_INTERVAL_S", "10"))
+CELERY_BEAT_SCHEDULE["meter-volumes"] = {"task": f"{_TASKS}.meter_volumes", "schedule": every(3600)}
 CELERY_BEAT_SCHEDULE["poll-nodes"] = {
     "task": f"{_TASKS}.poll_nodes",
     "schedule": max(0.5, LABGPU_POLL_INTERVAL_S),

@@ -8,7 +8,7 @@ from labgpu.bookings.services import bookings_expire_stale_pending
 from labgpu.catalog.models import ProviderAccount
 from labgpu.providers import ProviderTransientError, retry_countdown
 from labgpu.provisioning.models import Node
-from labgpu.provisioning.services import nodes, reconciliation, sweeps
+from labgpu.provisioning.services import nodes, reconciliation, sweeps, volumes
 
 RETRY = {
     "acks_late": True,
@@ -134,3 +134,9 @@ def reconcile_all() -> int:
     for account in accounts:
         reconcile.delay(account.pk)
     return len(accounts)
+
+
+@shared_task(acks_late=True)
+def meter_volumes() -> int:
+    """Beat: meter persistent volumes' storage (GB-months) up to now; safe to run twice."""
+    return volumes.volumes_meter()

@@ -90,3 +90,36 @@ class BookingUtilisation(models.Model):
     @property
     def used_hours(self) -> float:
         return round(self.active_s / 3600, 4)
+
+
+class StorageUsage(BaseModel):
+    """Metered storage of one persistent volume over [started_at, ended_at): GB-months and cost.
+
+    GB-months = size × hours / 730 (a month of 730 hours); the price per GB-month is
+    `LABGPU_VOLUME_PRICE_GB_MONTH`. Periods of one volume never overlap (each starts where the
+    last ended: `storage_record` continues from the latest one), so metering twice bills once.
+    """
+
+    volume = models.ForeignKey(
+        "provisioning.Volume", on_delete=models.PROTECT, related_name="storage_usage"
+    )
+    lab = models.ForeignKey("accounts.Lab", on_delete=models.PROTECT, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    region = models.CharField(max_length=32)
+    size_gb = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField()
+    gb_months = models.DecimalField(max_digits=14, decimal_places=6)
+    cost = models.DecimalField(max_digits=14, decimal_places=6)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["volume", "started_at"], name="storage_usage_once"),
+            models.CheckConstraint(
+                condition=models.Q(ended_at__gt=models.F("started_at")),
+                name="storage_usage_positive",
+            ),
+        ]

@@ -3,9 +3,10 @@ ledger knows bookings but not nodes, so it takes the node's id and account, neve
 
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from labgpu.bookings.models import Booking
-from labgpu.usage.models import UsageRecord
+from labgpu.usage.models import StorageUsage, UsageRecord
 
 
 def usage_record_droplet(
@@ -47,3 +48,40 @@ def booking_meter(*, booking: Booking) -> None:
     gpu_hours = sum((r.gpu_hours for r in charged), Decimal(0))
     cost = sum((r.cost for r in charged), Decimal(0))
     Booking.objects.filter(pk=booking.pk).update(consumed_gpu_hours=gpu_hours, actual_cost=cost)
+
+
+HOURS_PER_MONTH = Decimal(730)
+
+
+def storage_record(
+    *,
+    volume: Any,
+    lab_id: int,
+    user_id: int | None,
+    region: str,
+    size_gb: int,
+    since: datetime,
+    until: datetime,
+    price_gb_month: Decimal,
+) -> StorageUsage | None:
+    """Meter a volume's storage from its last record (or `since`) to `until`; None if nothing."""
+    last = StorageUsage.objects.filter(volume=volume).order_by("-ended_at").first()
+    start = max(since, last.ended_at) if last else since
+    if until <= start:
+        return None
+    hours = Decimal((until - start).total_seconds()) / 3600
+    gb_months = Decimal(size_gb) * hours / HOURS_PER_MONTH
+    record, _ = StorageUsage.objects.get_or_create(
+        volume=volume,
+        started_at=start,
+        defaults={
+            "lab_id": lab_id,
+            "user_id": user_id,
+            "region": region,
+            "size_gb": size_gb,
+            "ended_at": until,
+            "gb_months": gb_months.quantize(Decimal("0.000001")),
+            "cost": (gb_months * price_gb_month).quantize(Decimal("0.000001")),
+        },
+    )
+    return record

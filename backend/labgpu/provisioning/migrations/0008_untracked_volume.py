@@ -5,30 +5,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('catalog', '0007_nodepool_volume_scope'),
-        ('provisioning', '0007_labvolumesize_volume'),
+        ("catalog", "0007_nodepool_volume_scope"),
+        ("provisioning", "0007_labvolumesize_volume"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='UntrackedVolume',
+            name="UntrackedVolume",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('provider_id', models.CharField(max_length=64)),
-                ('name', models.CharField(max_length=64)),
-                ('region', models.CharField(max_length=32)),
-                ('size_gb', models.PositiveIntegerField()),
-                ('last_seen_at', models.DateTimeField()),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('provider_account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='catalog.provideraccount')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("provider_id", models.CharField(max_length=64)),
+                ("name", models.CharField(max_length=64)),
+                ("region", models.CharField(max_length=32)),
+                ("size_gb", models.PositiveIntegerField()),
+                ("last_seen_at", models.DateTimeField()),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "provider_account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="catalog.provideraccount",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['region', 'name'],
-                'constraints': [models.UniqueConstraint(fields=('provider_account', 'provider_id'), name='untracked_volume_unique')],
+                "ordering": ["region", "name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("provider_account", "provider_id"), name="untracked_volume_unique"
+                    )
+                ],
             },
         ),
     ]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -30,6 +32,8 @@ from labgpu.providers import (
     volume_name,
 )
 from labgpu.provisioning.models import LabVolumeSize, Node, UntrackedVolume, Volume
+from labgpu.usage.models import StorageUsage
+from labgpu.usage.services import storage_record
 
 logger = logging.getLogger(__name__)
 
@@ -311,3 +315,55 @@ def volumes_reconcile(*, account: ProviderAccount, driver: ProviderDriver) -> in
         provider_account=account, provider_id__in=tracked, resolved_at__isnull=True
     ).update(resolved_at=seen_at)
     return untracked
+
+
+def _payer(volume: Volume) -> tuple[int | None, int | None]:
+    """(lab, user) the storage is charged to: the owning lab, or for a user's volume the lab of
+    the booking that last used it (else the user's first lab)."""
+    if volume.owner_lab_id:
+        return volume.owner_lab_id, None
+    node = volume.last_attached_node
+    if node is not None:
+        return node.booking.lab_id, volume.owner_user_id
+    lab_id = (
+        Lab.objects.filter(memberships__user_id=volume.owner_user_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return lab_id, volume.owner_user_id
+
+
+def volumes_meter(*, until: datetime | None = None) -> int:
+    """Meter every volume's storage (GB-months) up to `until` (or its deletion); idempotent."""
+    until = until or now()
+    price = Decimal(str(settings.LABGPU_VOLUME_PRICE_GB_MONTH))
+    metered = 0
+    volumes = (
+        Volume.objects.exclude(provider_id="")
+        .select_related("last_attached_node__booking")
+        .order_by("pk")
+    )
+    for volume in volumes:
+        end = min(until, volume.deleted_at) if volume.deleted_at else until
+        lab_id, user_id = _payer(volume)
+        if lab_id is None:
+            continue
+        if storage_record(
+            volume=volume,
+            lab_id=lab_id,
+            user_id=user_id,
+            region=volume.region,
+            size_gb=volume.size_gb,
+            since=volume.created_at,
+            until=end,
+            price_gb_month=price,
+        ):
+            metered += 1
+    return metered
+
+
+def volume_storage_cost(volume: Volume) -> Decimal:
+    """What the volume's storage has cost so far (metered periods)."""
+    total = sum((u.cost for u in StorageUsage.objects.filter(volume=volume)), Decimal(0))
+    return total.quantize(Decimal("0.01"))

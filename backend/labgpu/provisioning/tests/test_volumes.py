@@ -217,3 +217,28 @@ def test_untracked_tagged_volumes_are_reported_to_site_admins_and_never_deleted(
     assert volumes_reconcile(account=account, driver=driver) == 0
     reported.refresh_from_db()
     assert reported.resolved_at is not None
+
+
+def test_storage_is_metered_in_gb_months_once_and_charged_to_the_lab(driver, emu, node, settings):
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from labgpu.provisioning.services.volumes import volume_storage_cost, volumes_meter
+    from labgpu.usage.models import StorageUsage
+
+    settings.LABGPU_VOLUME_PRICE_GB_MONTH = "0.10"
+    volume = volume_ensure_for_node(node=node, driver=driver)
+    record(node, create_droplet(driver, node, volume))
+    volume.refresh_from_db()
+    created = volume.created_at
+
+    assert volumes_meter(until=created + timedelta(hours=73)) == 1
+    assert volumes_meter(until=created + timedelta(hours=73)) == 0  # metered once
+    assert volumes_meter(until=created + timedelta(hours=146)) == 1  # continues where it ended
+
+    rows = list(StorageUsage.objects.order_by("started_at"))
+    assert [r.started_at for r in rows] == [created, created + timedelta(hours=73)]
+    assert all(r.lab_id == node.booking.lab_id and r.user_id == node.booking.user_id for r in rows)
+    # 100 GB for 146 hours = 100 × 146/730 = 20 GB-months = $2.00 at $0.10
+    assert sum(r.gb_months for r in rows) == Decimal("20")
+    assert volume_storage_cost(volume) == Decimal("2.00")
