@@ -374,6 +374,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "labgpu.health.tasks.reclaim_idle_bookings",
         "schedule": every(60),
     },
+    # Chat deliveries whose retry the broker lost (labgpu/chat/services.py).
+    "redrive-chat-deliveries": {
+        "task": "labgpu.chat.tasks.redrive_chat_deliveries",
+        "schedule": every(60),
+    },
     # Tasks whose publish met an absent broker (labgpu/core/outbox.py).
     "relay-outbox": {"task": "labgpu.core.tasks.relay_outbox", "schedule": every(10)},
     # LDAP users' groups and existence (a no-op unless LDAP is configured).

@@ -4,6 +4,7 @@ delivery row and the work to send it commit together) with retries and exponenti
 
 import logging
 import zoneinfo
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -18,7 +19,7 @@ from labgpu.chat import crypto, kinds
 from labgpu.chat.messages import render
 from labgpu.chat.models import SUBSCRIBABLE_EVENTS, ChatChannel, ChatDelivery, Event
 from labgpu.core.errors import ApplicationError, NotPermitted
-from labgpu.core.outbox import enqueue_on_commit
+from labgpu.core.outbox import enqueue_on_commit, publish_best_effort
 from labgpu.core.timeutils import now
 
 logger = logging.getLogger(__name__)
@@ -285,3 +286,24 @@ def delivery_attempt(*, delivery_id: int) -> float | None:
             error,
         )
     return delay
+
+
+# A retry the broker lost (Celery's retry is published straight to it, not through the outbox) is
+# re-driven once it is this late.
+REDRIVE_GRACE = timedelta(minutes=2)
+
+
+def deliveries_redrive(*, batch: int = 200) -> int:
+    """Publish the delivery task again for deliveries whose next try is overdue (a lost retry, a
+    worker killed mid-send); returns how many. Safe: the task skips what is done or locked."""
+    moment = now()
+    overdue = []
+    candidates = ChatDelivery.objects.filter(
+        status__in=[Status.PENDING, Status.RETRYING],
+        updated_at__lt=moment - REDRIVE_GRACE,
+    ).order_by("updated_at")[:batch]
+    for delivery in candidates:
+        due = delivery.updated_at + timedelta(seconds=retry_delay(max(1, delivery.attempts)))
+        if delivery.attempts == 0 or due + REDRIVE_GRACE < moment:
+            overdue.append(delivery.pk)
+    return sum(publish_best_effort(DELIVER_TASK, pk) for pk in overdue)

@@ -10,3 +10,9 @@ def deliver_chat_message(self, delivery_id: int) -> None:  # type: ignore[no-unt
     delay = services.delivery_attempt(delivery_id=delivery_id)
     if delay is not None:
         raise self.retry(countdown=delay)
+
+
+@shared_task(acks_late=True)
+def redrive_chat_deliveries() -> int:
+    """Beat: deliveries whose retry was lost get their task again."""
+    return services.deliveries_redrive()

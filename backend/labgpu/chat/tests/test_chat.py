@@ -412,3 +412,24 @@ def test_make_run_chat_sink_prints_a_signed_message(alice, settings):
     finally:
         sink.terminate()
         sink.wait()
+
+
+def test_a_lost_retry_is_redriven_once_overdue(alice, sink, monkeypatch):
+    from datetime import timedelta
+
+    from labgpu.core.timeutils import now
+
+    sink.answers = [(500, b"down"), (200, b"ok")]
+    channel = services.channel_create(
+        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
+    )
+    delivery = services.channel_test(actor=alice, channel=channel)
+    assert services.delivery_attempt(delivery_id=delivery.pk) == 30
+    published = []
+    monkeypatch.setattr(
+        services, "publish_best_effort", lambda task, pk: published.append(pk) or True
+    )
+    assert services.deliveries_redrive() == 0  # its retry is not due yet
+    ChatDelivery.objects.filter(pk=delivery.pk).update(updated_at=now() - timedelta(minutes=5))
+    assert services.deliveries_redrive() == 1
+    assert published == [delivery.pk]
