@@ -433,6 +433,8 @@ LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", 
 # Utilisation charts: at most one sample per node this often, kept this long (bounded per node).
 LABGPU_UTILISATION_SAMPLE_MIN_S = float(os.environ.get("LABGPU_UTILISATION_SAMPLE_MIN_S", "10"))
 LABGPU_UTILISATION_RETENTION_S = int(os.environ.get("LABGPU_UTILISATION_RETENTION_S", "21600"))
+# Seconds in one minute of a pool's idle policy: 60, except in lifecycle tests and the demo.
+LABGPU_IDLE_MINUTE_S = float(os.environ.get("LABGPU_IDLE_MINUTE_S", "60"))
 
 # --- Chat notifications (labgpu.chat; docs/chat.md, docs/operations.md "Chat notifications") ----
 # Fernet keys (comma-separated, first encrypts, all decrypt) for channel webhook URLs and secrets.

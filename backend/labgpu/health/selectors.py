@@ -2,6 +2,7 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Max
 
 from labgpu.catalog.models import InstanceType
@@ -85,6 +86,7 @@ def booking_utilisation(booking: Any, *, samples: int = 360) -> dict[str, Any]:
         else None
     )
     warned = totals.idle_warned_at if totals else None
+    minute_s = float(settings.LABGPU_IDLE_MINUTE_S)
     rows = list(UtilisationSample.objects.filter(booking=booking).order_by("-at")[:samples])[::-1]
     return {
         "booking": booking.pk,
@@ -94,7 +96,7 @@ def booking_utilisation(booking: Any, *, samples: int = 360) -> dict[str, Any]:
         "last_sample_at": totals.last_sample_at if totals else None,
         "last_active_at": totals.last_active_at if totals else None,
         "idle_warned_at": warned,
-        "idle_ends_at": warned + timedelta(minutes=pool.idle_grace_minutes)
+        "idle_ends_at": warned + timedelta(seconds=pool.idle_grace_minutes * minute_s)
         if warned and policy
         else None,
         "idle_policy": policy,

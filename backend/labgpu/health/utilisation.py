@@ -47,6 +47,11 @@ def usage_is_active(usage: Usage) -> bool:
     )
 
 
+def policy_minutes(minutes: int) -> timedelta:
+    """A policy's minutes as time; `LABGPU_IDLE_MINUTE_S` shrinks them for tests and the demo."""
+    return timedelta(seconds=minutes * float(settings.LABGPU_IDLE_MINUTE_S))
+
+
 def _gap_cap_s() -> float:
     """The longest interval one heartbeat may account for: a silent agent adds no time."""
     return 3.0 * max(1.0, float(settings.LABGPU_HEARTBEAT_INTERVAL_S))
@@ -156,11 +161,11 @@ def bookings_reclaim_idle(*, batch: int = 200) -> dict[str, int]:
         assert pool.idle_reclaim_minutes is not None  # filtered above
         idle_for = moment - totals.last_active_at
         if totals.idle_warned_at is None:
-            if idle_for < timedelta(minutes=pool.idle_reclaim_minutes):
+            if idle_for < policy_minutes(pool.idle_reclaim_minutes):
                 continue
             if _warn(booking, totals, moment):
                 warned += 1
-        elif moment - totals.idle_warned_at >= timedelta(minutes=pool.idle_grace_minutes) and _end(
+        elif moment - totals.idle_warned_at >= policy_minutes(pool.idle_grace_minutes) and _end(
             booking, totals, moment
         ):
             ended += 1
@@ -174,7 +179,7 @@ def _warn(booking: Booking, totals: BookingUtilisation, moment: datetime) -> boo
     ).update(idle_warned_at=moment)
     if not won:
         return False  # used meanwhile, or another sweep warned first
-    ends_at = moment + timedelta(minutes=booking.pool.idle_grace_minutes)
+    ends_at = moment + policy_minutes(booking.pool.idle_grace_minutes)
     audit_record(
         actor=None,
         action="booking.idle_warning",
@@ -197,7 +202,7 @@ def _end(booking: Booking, totals: BookingUtilisation, moment: datetime) -> bool
     ).exists()
     if not still_idle:
         return False
-    minutes = round((moment - totals.last_active_at).total_seconds() / 60)
+    minutes = round((moment - totals.last_active_at) / policy_minutes(1))
     reason = f"Ended early: the GPUs were idle with no SSH session for {minutes} minutes."
     if not transition(
         Booking,

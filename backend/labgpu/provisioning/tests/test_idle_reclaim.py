@@ -1,0 +1,64 @@
+"""Idle reclaim end to end: the real agent in fixture mode (told to go idle and come back through
+its control file), its heartbeats to a live API, a real worker whose beat runs the idle sweep,
+and the emulator destroying the droplet once the idle booking ends early.
+
+`LABGPU_IDLE_MINUTE_S` makes the pool's minutes 0.5 s in the worker, so the test takes seconds."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import client_for
+from labgpu.audit.models import AuditEvent
+from labgpu.bookings.models import Booking
+from labgpu.provisioning.tests.harness import wait_for
+from labgpu.provisioning.tests.test_lifecycle import assert_no_orphans, create_booking, wait_status
+from labgpu.usage.models import BookingUtilisation
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def totals(booking_id: int) -> BookingUtilisation | None:
+    return BookingUtilisation.objects.filter(booking_id=booking_id).first()
+
+
+def control_file(world) -> Path:
+    (droplet,) = world.emulator.droplets()
+    return Path(droplet["agent"]["log"]).parent / "usage"
+
+
+def test_idle_node_is_warned_comes_back_then_goes_idle_and_its_booking_ends_early(lifecycle, alice):
+    lifecycle.pool.idle_reclaim_minutes = 6  # 3 s
+    lifecycle.pool.idle_grace_minutes = 8  # 4 s
+    lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes"])
+    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S="0.5")
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_status(lifecycle, booking_id, "ready")
+
+    # Busy: the agent's varying numbers arrive, count as used time and show on the booking.
+    wait_for(lambda: (t := totals(booking_id)) and t.active_s > 0, timeout_s=30, message="use")
+    live = client_for(alice).get(f"/api/v1/bookings/{booking_id}/utilisation/").json()
+    assert live["samples"] and live["samples"][-1]["utilisation_pct"] >= 35
+    assert live["idle_policy"] == {"idle_minutes": 6, "grace_minutes": 8}
+
+    # Idle: warned (not ended) …
+    control_file(lifecycle).write_text("idle")
+    wait_for(lambda: totals(booking_id).idle_warned_at, timeout_s=60, message="the idle warning")
+    assert Booking.objects.get(pk=booking_id).status == "ready"
+    # … and back in use before the grace ends: the warning is lifted, the booking stays.
+    control_file(lifecycle).write_text("busy")
+    wait_for(lambda: totals(booking_id).idle_warned_at is None, timeout_s=30, message="use again")
+    assert Booking.objects.get(pk=booking_id).status == "ready"
+
+    # Idle for good: warned again, then ended early with the reason, audited, node destroyed.
+    control_file(lifecycle).write_text("idle")
+    booking = wait_status(lifecycle, booking_id, "completed", timeout_s=120)
+    assert "idle" in booking.end_reason
+    assert booking.ended_at < booking.end
+    assert AuditEvent.objects.filter(action="booking.idle_warning").count() == 2
+    assert AuditEvent.objects.filter(action="booking.idle_reclaim").count() == 1
+    assert_no_orphans(lifecycle)
+    detail = client_for(alice).get(f"/api/v1/bookings/{booking_id}/").json()
+    assert "idle" in detail["end_reason"]
+    wait_for(lambda: "looks idle" in lifecycle.mails(), timeout_s=30, message="the warning mail")
+    wait_for(lambda: "ended early" in lifecycle.mails(), timeout_s=30, message="the end mail")
