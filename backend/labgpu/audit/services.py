@@ -3,6 +3,10 @@ from typing import Any
 from django.db import models
 
 from labgpu.audit.models import AuditEvent
+from labgpu.inserts import RowInsert
+
+# AuditEvent.objects.create, the INSERT compiled once: every booking create writes one.
+_AUDIT_INSERT = RowInsert(AuditEvent)
 
 
 def audit_record(
@@ -14,7 +18,7 @@ def audit_record(
     data: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """Append one audit entry; call inside the transaction that made the change."""
-    return AuditEvent.objects.create(
+    return _AUDIT_INSERT.create(
         actor=actor if getattr(actor, "pk", None) else None,
         action=action,
         target_type=target._meta.label_lower,

@@ -23,9 +23,10 @@ from labgpu.bookings.services.snapshot import Ask, pool_lock, snapshot_load
 from labgpu.catalog.models import NodePool
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.outbox import enqueue_on_commit
-from labgpu.core.rows import JoinedRows, RowInsert
+from labgpu.core.rows import JoinedRows
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
+from labgpu.inserts import RowInsert
 
 EXCLUSION_VIOLATION = "23P01"  # PostgreSQL: booking_live_slot_no_overlap refused the row
 # A start inside the current minute means "now": the booking is on demand and provisions at once.

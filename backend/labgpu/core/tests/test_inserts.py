@@ -1,4 +1,4 @@
-"""RowInsert (core.rows): the row it writes is the row `objects.create` writes."""
+"""RowInsert (labgpu.inserts): the row it writes is the row `objects.create` writes."""
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -9,7 +9,7 @@ from django.db.models import signals
 from django.forms.models import model_to_dict
 
 from labgpu.bookings.models import Booking, IdempotencyKey
-from labgpu.core.rows import RowInsert
+from labgpu.inserts import RowInsert
 
 START = datetime(2030, 1, 1, 10, tzinfo=UTC)
 
