@@ -44,6 +44,8 @@ from labgpu.bookings.serializers import (
     BusyBlockSerializer,
     FreeWindowSerializer,
     FreeWindowsQuerySerializer,
+    NotebookAccessSerializer,
+    NotebookQuerySerializer,
     NotificationReadSerializer,
     NotificationSerializer,
     ReasonSerializer,
@@ -111,6 +113,7 @@ class BookingViewSet(
             end=data["end"],
             purpose=data.get("purpose", ""),
             lab=data.get("lab"),
+            jupyter=data.get("jupyter", False),
             idempotency_key=key,
             request_fingerprint=services.idempotency_fingerprint(
                 {name: getattr(value, "pk", value) for name, value in data.items()}
@@ -149,6 +152,25 @@ class BookingViewSet(
     def move(self, request: Request, pk: str) -> Response:
         """Move a booking not yet started to a new [start, end) in its pool (every rule again)."""
         return self._act(request, BookingMoveSerializer, services.booking_move)
+
+    @extend_schema(
+        parameters=[NotebookQuerySerializer],
+        responses=NotebookAccessSerializer,
+        filters=False,
+    )
+    @action(detail=True, methods=["get"])
+    def notebook(self, request: Request, pk: str) -> Response:
+        """JupyterLab's SSH tunnel command and URL (with its secret token), for the booking's
+        owner only (403 for labmates and lab admins); the commands once the booking is ready."""
+        booking = self.get_object()
+        query = NotebookQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        access = services.notebook_access(
+            user=request.user, booking=booking, local_port=query.validated_data["local_port"]
+        )
+        response = Response(NotebookAccessSerializer(access).data)
+        response["Cache-Control"] = "no-store"
+        return response
 
     @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])

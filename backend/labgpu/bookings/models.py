@@ -140,6 +140,10 @@ class Booking(BaseModel):
     reminder_sent_at = models.DateTimeField(null=True, blank=True)
     # When the user and lab admins were warned that no region showed capacity ahead of the start.
     capacity_warned_at = models.DateTimeField(null=True, blank=True)
+    # JupyterLab on the node (issue 15): its per-booking token is random, sealed at rest
+    # (core.sealed), made when the node's agent first asks for it, and shown only to the owner.
+    jupyter = models.BooleanField(default=False)
+    notebook_token_sealed = models.TextField(blank=True, editable=False)
 
     class Meta:
         ordering = ["start", "id"]

@@ -27,6 +27,9 @@ class BookingNodeSerializer(serializers.Serializer):
     stuck = serializers.BooleanField(source="is_stuck")
     last_error = serializers.CharField()
     last_error_at = serializers.DateTimeField(allow_null=True)
+    notebook_state = serializers.CharField(
+        help_text="JupyterLab as the node's agent reports it: starting, running, failed, or empty."
+    )
 
     def get_ssh_user(self, node) -> str:  # type: ignore[no-untyped-def]
         return node.SSH_USER
@@ -65,6 +68,7 @@ class BookingSerializer(CachedFieldsModelSerializer):
             "status",
             "status_changed_at",
             "on_demand",
+            "jupyter",
             "gpu_count",
             "price_per_hour",
             "gpu_hours",
@@ -132,6 +136,7 @@ def booking_representation(booking: Booking) -> dict[str, Any]:
         "status": booking.status,
         "status_changed_at": _moment(booking.status_changed_at),
         "on_demand": booking.on_demand,
+        "jupyter": booking.jupyter,
         "gpu_count": booking.gpu_count,
         "price_per_hour": _decimal(booking.price_per_hour, FOUR_PLACES),
         "gpu_hours": _decimal(booking.gpu_hours, CENTS),
@@ -160,6 +165,7 @@ def booking_representation(booking: Booking) -> dict[str, Any]:
             "stuck": node.is_stuck,
             "last_error": node.last_error,
             "last_error_at": _moment(node.last_error_at),
+            "notebook_state": node.notebook_state,
         },
         "created_at": iso(booking.created_at),
         "updated_at": iso(booking.updated_at),
@@ -182,6 +188,31 @@ class BookingCreateSerializer(CachedFieldsSerializer):
         allow_null=True,
         help_text="Needed when you are in several labs.",
     )
+    jupyter = serializers.BooleanField(
+        required=False, default=False, help_text="Start JupyterLab on the node (loopback only)."
+    )
+
+
+class NotebookQuerySerializer(serializers.Serializer):
+    local_port = serializers.IntegerField(
+        required=False,
+        default=8888,
+        min_value=1024,
+        max_value=65535,
+        help_text="The port on your own machine the tunnel listens on.",
+    )
+
+
+class NotebookAccessSerializer(serializers.Serializer):
+    """How the booking's owner reaches JupyterLab: an SSH tunnel to the node's loopback."""
+
+    state = serializers.CharField(help_text="starting, running, failed, or empty (not yet).")
+    ready = serializers.BooleanField(help_text="Whether the booking is ready (commands shown).")
+    local_port = serializers.IntegerField()
+    remote_port = serializers.IntegerField()
+    ssh_command = serializers.CharField(allow_null=True)
+    tunnel_command = serializers.CharField(allow_null=True)
+    url = serializers.CharField(allow_null=True, help_text="Holds the secret token.")
 
 
 class BookingExtendSerializer(CachedFieldsSerializer):

@@ -22,6 +22,7 @@ from labgpu.health.serializers import (
     AgentBootstrapSerializer,
     AgentHeartbeatRequestSerializer,
     AgentHeartbeatSerializer,
+    AgentNotebookStateSerializer,
     AgentReportSerializer,
     BookingUtilisationSerializer,
     DeepCheckRequestSerializer,
@@ -77,6 +78,19 @@ class AgentHeartbeatView(AgentView):
         return Response(
             {"action": services.agent_heartbeat(node=request.auth, payload=request.data)}
         )
+
+
+class AgentNotebookView(AgentView):
+    """The agent says how JupyterLab is doing on its node: starting, running or failed."""
+
+    authentication_classes = [HeartbeatTokenAuthentication]
+
+    @extend_schema(request=AgentNotebookStateSerializer, responses={204: None})
+    def post(self, request: Request) -> Response:
+        body = AgentNotebookStateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.agent_notebook_state(node=request.auth, state=body.validated_data["state"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class NodeHealthView(APIView):

@@ -64,12 +64,24 @@ class AgentReportSerializer(serializers.Serializer):
     verdict = serializers.ChoiceField(choices=HealthReport.Verdict.choices)
 
 
+class AgentNotebookSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="JupyterLab's secret token; the agent writes it 0600.")
+    port = serializers.IntegerField(help_text="JupyterLab's port on 127.0.0.1.")
+
+
 class AgentBootstrapSerializer(serializers.Serializer):
     node = serializers.IntegerField()
     heartbeat_token = serializers.CharField()
     profile = serializers.CharField()
     heartbeat_interval_s = serializers.IntegerField()
     required_smoke = serializers.ListField(child=serializers.CharField())
+    notebook = AgentNotebookSerializer(
+        required=False, help_text="Only when the booking asked for JupyterLab."
+    )
+
+
+class AgentNotebookStateSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(choices=["starting", "running", "failed"])
 
 
 class HeartbeatGpuSerializer(serializers.Serializer):

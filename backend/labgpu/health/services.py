@@ -7,6 +7,7 @@ from django.db.models import Q
 from labgpu_agent.report import ReportValidationError, validate_report
 
 from labgpu.audit.services import audit_record
+from labgpu.bookings.services import NOTEBOOK_PORT, booking_notebook_token
 from labgpu.core.crashpoints import crash_point
 from labgpu.core.errors import ApplicationError, Conflict
 from labgpu.core.timeutils import now
@@ -67,7 +68,7 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
         crash_point("bootstrap.before_commit")
     pool = node.booking.pool
     instance_type = pool.instance_type
-    return {
+    answer: dict[str, Any] = {
         "node": node.pk,
         "heartbeat_token": token,
         "profile": instance_type.agent_profile or instance_type.slug,
@@ -75,6 +76,30 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
         # The agent fails its report when one of these cannot run (issue 12: never a silent skip).
         "required_smoke": list(pool.required_smoke),
     }
+    return answer | _bootstrap_notebook(node)
+
+
+def _bootstrap_notebook(node: Node) -> dict[str, Any]:
+    """JupyterLab's token reaches the node only here, in the answer to the single-use bootstrap
+    token (never in cloud-init, which the provider stores and the droplet's metadata serves)."""
+    if not node.booking.jupyter:
+        return {}
+    token = booking_notebook_token(booking=node.booking)
+    return {"notebook": {"token": token, "port": NOTEBOOK_PORT}}
+
+
+NOTEBOOK_REPORTED_IN = (NodeStatus.CHECKING, NodeStatus.READY)
+
+
+def agent_notebook_state(*, node: Node, state: str) -> None:
+    """Record JupyterLab's state as the node's agent reports it (booking detail shows it)."""
+    if not node.booking.jupyter:
+        raise ApplicationError(
+            "This node's booking did not ask for JupyterLab.", code="no_notebook", field="state"
+        )
+    Node.objects.filter(pk=node.pk, status__in=NOTEBOOK_REPORTED_IN).update(
+        notebook_state=state, last_heartbeat_at=now()
+    )
 
 
 def report_ingest(*, node: Node, payload: Any) -> HealthReport:

@@ -12,6 +12,7 @@ urlpatterns = [
         name="booking-utilisation",
     ),
     path("bookings/<int:pk>/keep/", apis.BookingKeepView.as_view(), name="booking-keep"),
+    path("agent/notebook/", apis.AgentNotebookView.as_view(), name="agent-notebook"),
     path("nodes/<int:pk>/health/", apis.NodeHealthView.as_view(), name="node-health"),
     path("nodes/<int:pk>/deep-check/", apis.NodeDeepCheckView.as_view(), name="node-deep-check"),
     path(

@@ -4,6 +4,12 @@ It installs `labgpu-agent` into its own virtualenv (Ubuntu 24.04 refuses system-
 `--system-site-packages` lets the agent's smoke tests use the image's preinstalled PyTorch/ROCm),
 writes `/etc/labgpu/agent.env`, and starts the agent as a systemd unit so it survives reboots.
 
+Nothing but SSH is reachable from outside: the host firewall (ufw) denies every other incoming
+connection, first thing in `runcmd`. The agent itself listens on nothing (it only calls the API).
+A booking that asks for JupyterLab gets it installed and a systemd unit bound to 127.0.0.1 only;
+the agent starts that unit once the bootstrap answer gave it the token (the token is never in
+user_data, which the provider stores and the droplet's metadata service serves).
+
 `/etc/labgpu/agent.env` is also the machine-readable part: `parse_user_data` reads the `LABGPU_*`
 lines back, which is how the emulator knows which API and bootstrap token its fixture agent uses.
 
@@ -22,6 +28,11 @@ from urllib.parse import urlsplit
 USER_DATA_LIMIT = 64 * 1024
 AGENT_ENV_PATH = "/etc/labgpu/agent.env"
 AGENT_VENV = "/opt/labgpu-agent"
+JUPYTER_VENV = "/opt/labgpu-jupyter"
+JUPYTER_UNIT = "labgpu-jupyter.service"
+# Written by the agent (0600) from its bootstrap answer; jupyter_server reads JUPYTER_TOKEN_FILE.
+JUPYTER_TOKEN_FILE = "/etc/labgpu/jupyter.token"
+JUPYTER_PORT = 8888
 
 # Values that go into agent.env and onto the agent's command line: no whitespace, quotes,
 # `$`, `%` (systemd specifiers) or shell metacharacters.
@@ -51,6 +62,7 @@ def render_user_data(
     agent_pip_spec: str = "labgpu-agent",
     install_smoke: bool = True,
     data_volume: str | None = None,
+    jupyter: bool = False,
 ) -> str:
     """A `#cloud-config` document (≤ 64 KiB) that installs and starts the node agent.
 
@@ -65,6 +77,8 @@ def render_user_data(
     `labgpu-data` unit mounts it at /data, formatting it (ext4) only when it carries no
     filesystem yet, and on shutdown syncs and unmounts it (teardown shuts the droplet down
     before it detaches the volume).
+
+    `jupyter` installs JupyterLab and its (loopback-only) unit for the agent to start.
     """
     parts = urlsplit(api_url)
     if parts.scheme not in {"http", "https"} or not parts.netloc:
@@ -186,7 +200,19 @@ def render_user_data(
         "    content: |",
         block(unit),
         *data_files,
-        "runcmd:",
+    ]
+    if jupyter:
+        doc += [
+            f"  - path: /etc/systemd/system/{JUPYTER_UNIT}",
+            "    owner: root:root",
+            "    permissions: '0644'",
+            "    content: |",
+            block(_jupyter_unit()),
+        ]
+    doc += ["runcmd:", *_firewall_runcmd()]
+    if jupyter:
+        doc += _jupyter_runcmd()
+    doc += [
         f"  - [python3, -m, venv, --system-site-packages, {AGENT_VENV}]",
         f"  - [{AGENT_VENV}/bin/pip, install, --upgrade, {q(agent_pip_spec)}]",
         "  - [systemctl, daemon-reload]",
@@ -198,6 +224,50 @@ def render_user_data(
     if len(text.encode()) > USER_DATA_LIMIT:
         raise ValueError(f"user_data is {len(text.encode())} bytes, over the 64 KiB limit")
     return text
+
+
+def _firewall_runcmd() -> list[str]:
+    """Host firewall before anything of ours starts: incoming denied except SSH (22/tcp)."""
+    return [
+        "  - [ufw, default, deny, incoming]",
+        "  - [ufw, default, allow, outgoing]",
+        "  - [ufw, allow, 22/tcp]",
+        "  - [ufw, --force, enable]",
+    ]
+
+
+def _jupyter_unit() -> list[str]:
+    """JupyterLab on 127.0.0.1 only, with the booking's token from a root-only file (not on the
+    command line, where `ps` shows it); `port_retries=0` fails rather than moving ports. Enabled
+    by the agent once the token file exists, so it never starts with a token of its own."""
+    exec_start = (
+        f"{JUPYTER_VENV}/bin/jupyter-lab --no-browser"
+        f" --ServerApp.ip=127.0.0.1 --ServerApp.port={JUPYTER_PORT} --ServerApp.port_retries=0"
+        " --ServerApp.allow_root=True --ServerApp.root_dir=/root"
+    )
+    return [
+        "[Unit]",
+        "Description=JupyterLab for the booking's owner (127.0.0.1 only; reach it by SSH tunnel)",
+        "After=network-online.target",
+        f"ConditionPathExists={JUPYTER_TOKEN_FILE}",
+        "",
+        "[Service]",
+        f"Environment=JUPYTER_TOKEN_FILE={JUPYTER_TOKEN_FILE}",
+        "WorkingDirectory=/root",
+        f"ExecStart={exec_start}",
+        "Restart=on-failure",
+        "RestartSec=5",
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+    ]
+
+
+def _jupyter_runcmd() -> list[str]:
+    return [
+        f"  - [python3, -m, venv, --system-site-packages, {JUPYTER_VENV}]",
+        f"  - [{JUPYTER_VENV}/bin/pip, install, --upgrade, jupyterlab]",
+    ]
 
 
 def parse_user_data(text: str | None) -> dict[str, str]:

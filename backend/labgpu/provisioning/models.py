@@ -9,6 +9,12 @@ from labgpu.core.models import BaseModel
 from labgpu.core.timeutils import now
 
 
+class NotebookState(models.TextChoices):
+    STARTING = "starting", _("Starting")
+    RUNNING = "running", _("Running")
+    FAILED = "failed", _("Failed")
+
+
 class Node(BaseModel):
     """One droplet made for one attempt at serving a booking.
 
@@ -72,6 +78,9 @@ class Node(BaseModel):
     # A site admin asked for the vendor stress tools (`labgpu-agent check --deep`); the next
     # heartbeat hands the request to the agent and clears it.
     deep_check_requested_at = models.DateTimeField(null=True, blank=True)
+    # JupyterLab on this node, as its agent last reported it ("" when the booking asked for none
+    # or the agent has not started it yet).
+    notebook_state = models.CharField(max_length=8, choices=NotebookState.choices, blank=True)
 
     provider_created_at = models.DateTimeField(null=True, blank=True)
     active_at = models.DateTimeField(null=True, blank=True)

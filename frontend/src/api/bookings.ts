@@ -1,5 +1,5 @@
 import { api, unwrap } from './client'
-import type { ApprovalQueueItem, AuditEvent, Booking, BookingCreate, BookingStatus, DecisionOutcome, Page } from './types'
+import type { ApprovalQueueItem, AuditEvent, Booking, BookingCreate, BookingStatus, DecisionOutcome, NotebookAccess, Page } from './types'
 
 export interface BookingFilters {
   page?: number
@@ -20,6 +20,13 @@ export function listBookings(filters: BookingFilters = {}): Promise<Page<Booking
 
 export function getBooking(id: number): Promise<Booking> {
   return unwrap(api.GET('/api/v1/bookings/{id}/', { params: { path: { id } } }))
+}
+
+/** JupyterLab's tunnel command and URL (with its token): only the booking's owner gets them. */
+export function getNotebook(id: number, localPort = 8888): Promise<NotebookAccess> {
+  return unwrap(
+    api.GET('/api/v1/bookings/{id}/notebook/', { params: { path: { id }, query: { local_port: localPort } } }),
+  )
 }
 
 export function createBooking(input: BookingCreate): Promise<Booking> {

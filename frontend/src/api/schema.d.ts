@@ -37,6 +37,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agent/notebook/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description The agent says how JupyterLab is doing on its node: starting, running or failed. */
+        post: operations["v1_agent_notebook_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agent/reports/": {
         parameters: {
             query?: never;
@@ -320,6 +337,26 @@ export interface paths {
         put?: never;
         /** @description Move a booking not yet started to a new [start, end) in its pool (every rule again). */
         post: operations["v1_bookings_move_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bookings/{id}/notebook/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description JupyterLab's SSH tunnel command and URL (with its secret token), for the booking's
+         *     owner only (403 for labmates and lab admins); the commands once the booking is ready.
+         */
+        get: operations["v1_bookings_notebook_retrieve"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1378,6 +1415,8 @@ export interface components {
             profile: string;
             heartbeat_interval_s: number;
             required_smoke: string[];
+            /** @description Only when the booking asked for JupyterLab. */
+            notebook?: components["schemas"]["AgentNotebook"];
         };
         AgentHeartbeat: {
             action: components["schemas"]["ActionEnum"];
@@ -1386,6 +1425,15 @@ export interface components {
         AgentHeartbeatRequestRequest: {
             status?: string;
             usage?: components["schemas"]["HeartbeatUsageRequest"];
+        };
+        AgentNotebook: {
+            /** @description JupyterLab's secret token; the agent writes it 0600. */
+            token: string;
+            /** @description JupyterLab's port on 127.0.0.1. */
+            port: number;
+        };
+        AgentNotebookStateRequest: {
+            state: components["schemas"]["StateEnum"];
         };
         /** @description The agent's report; its full schema is labgpu_agent's report.schema.json. */
         AgentReportRequest: {
@@ -1533,6 +1581,7 @@ export interface components {
             /** Format: date-time */
             readonly status_changed_at: string | null;
             readonly on_demand: boolean;
+            readonly jupyter: boolean;
             readonly gpu_count: number;
             /** Format: decimal */
             readonly price_per_hour: string;
@@ -1583,6 +1632,11 @@ export interface components {
             purpose: string;
             /** @description Needed when you are in several labs. */
             lab?: number | null;
+            /**
+             * @description Start JupyterLab on the node (loopback only).
+             * @default false
+             */
+            jupyter: boolean;
         };
         BookingExtendRequest: {
             /** Format: date-time */
@@ -1609,6 +1663,8 @@ export interface components {
             last_error: string;
             /** Format: date-time */
             last_error_at: string | null;
+            /** @description JupyterLab as the node's agent reports it: starting, running, failed, or empty. */
+            notebook_state: string;
         };
         /**
          * @description * `pending` - Pending approval
@@ -2237,6 +2293,19 @@ export interface components {
          * @enum {string}
          */
         NodeStatusEnum: "requested" | "creating" | "booting" | "checking" | "ready" | "draining" | "destroying" | "destroyed" | "failed";
+        /** @description How the booking's owner reaches JupyterLab: an SSH tunnel to the node's loopback. */
+        NotebookAccess: {
+            /** @description starting, running, failed, or empty (not yet). */
+            state: string;
+            /** @description Whether the booking is ready (commands shown). */
+            ready: boolean;
+            local_port: number;
+            remote_port: number;
+            ssh_command: string | null;
+            tunnel_command: string | null;
+            /** @description Holds the secret token. */
+            url: string | null;
+        };
         Notification: {
             readonly id: number;
             readonly subject: string;
@@ -2666,6 +2735,13 @@ export interface components {
             /** @description Send the browser here, with ?next=<SPA path>. */
             login_url: string;
         };
+        /**
+         * @description * `starting` - starting
+         *     * `running` - running
+         *     * `failed` - failed
+         * @enum {string}
+         */
+        StateEnum: "starting" | "running" | "failed";
         /**
          * @description * `Africa/Abidjan` - Africa/Abidjan
          *     * `Africa/Accra` - Africa/Accra
@@ -3444,6 +3520,84 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["AgentHeartbeat"];
                 };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_agent_notebook_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentNotebookStateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["AgentNotebookStateRequest"];
+                "multipart/form-data": components["schemas"]["AgentNotebookStateRequest"];
+            };
+        };
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input */
             400: {
@@ -5155,6 +5309,76 @@ export interface operations {
             };
             /** @description Conflict (e.g. pool full: extra.next_free) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_bookings_notebook_retrieve: {
+        parameters: {
+            query?: {
+                /** @description The port on your own machine the tunnel listens on. */
+                local_port?: number;
+            };
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotebookAccess"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -4,7 +4,7 @@
 - `rules.py` — every booking rule, written once, used by create and extend;
 - `slots.py` — capacity: slot choice, repacking, next free windows on a full pool;
 - `changes.py` — create, extend, move, cancel; `decisions.py` — approve, reject, expire;
-- `idempotency.py`, `quota_alerts.py`.
+- `idempotency.py`, `quota_alerts.py`; `notebook.py` — JupyterLab's token and access.
 
 Other apps import from here (`labgpu.bookings.services`), not from the modules.
 """
@@ -26,12 +26,20 @@ from labgpu.bookings.services.decisions import (
     bookings_expire_stale_pending,
 )
 from labgpu.bookings.services.idempotency import idempotency_fingerprint, idempotency_keys_purge
+from labgpu.bookings.services.notebook import (
+    NOTEBOOK_PORT,
+    NotebookAccess,
+    booking_notebook_token,
+    notebook_access,
+)
 from labgpu.bookings.services.slots import PoolFull
 
 __all__ = [
+    "NOTEBOOK_PORT",
     "ON_DEMAND_TOLERANCE",
     "START_BOOKING_TASK",
     "WIND_DOWN_TASK",
+    "NotebookAccess",
     "PoolFull",
     "booking_approve",
     "booking_cancel",
@@ -39,9 +47,11 @@ __all__ = [
     "booking_expire",
     "booking_extend",
     "booking_move",
+    "booking_notebook_token",
     "booking_reject",
     "bookings_decide",
     "bookings_expire_stale_pending",
     "idempotency_fingerprint",
     "idempotency_keys_purge",
+    "notebook_access",
 ]

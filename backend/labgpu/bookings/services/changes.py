@@ -50,6 +50,7 @@ def booking_create(
     lab: Lab | None = None,
     idempotency_key: str | None = None,
     request_fingerprint: str = "",
+    jupyter: bool = False,
 ) -> tuple[Booking, bool]:
     """Reserve a node of `pool` for [start, end); returns (booking, created).
 
@@ -64,7 +65,13 @@ def booking_create(
     try:
         with transaction.atomic():
             booking = _booking_create(
-                user=user, pool_id=pool_id, start=start, end=end, purpose=purpose, lab=lab
+                user=user,
+                pool_id=pool_id,
+                start=start,
+                end=end,
+                purpose=purpose,
+                lab=lab,
+                jupyter=jupyter,
             )
             if idempotency_key:
                 _IDEMPOTENCY_KEY_INSERT.create(
@@ -141,6 +148,7 @@ def _booking_create(
     end: datetime,
     purpose: str,
     lab: Lab | None,
+    jupyter: bool = False,
 ) -> Booking:
     moment = now()
     on_demand = start is None or abs(start - moment) < ON_DEMAND_TOLERANCE
@@ -176,6 +184,7 @@ def _booking_create(
         reserved_end=snap.reserved[1],
         gpu_count=instance_type.gpu_count,
         price_per_hour=instance_type.price_per_hour,
+        jupyter=jupyter,
     )
     if crosses_quota_alert(ask, snap):
         transaction.on_commit(lambda: quota_alerts_send(booking=booking))

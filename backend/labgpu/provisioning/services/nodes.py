@@ -373,6 +373,7 @@ def _droplet_spec(node: Node, *, volume: Volume | None = None) -> DropletSpec:
         ssh_authorized_keys=list(booking.user.ssh_keys.values_list("public_key", flat=True)),
         install_smoke=not booking.pool.smoke_preinstalled,
         data_volume=volume.name if volume else None,
+        jupyter=booking.jupyter,
     )
     return DropletSpec(
         node_id=node.pk,

@@ -125,9 +125,19 @@ describe('BookingForm', () => {
       start: '2026-12-01T01:00:00.000Z',
       end: '2026-12-01T05:00:00.000Z',
       purpose: 'ViT sweep',
+      jupyter: false,
       lab: 1,
     })
     expect(wrapper.emitted('created')?.[0]).toEqual([{ id: 42, status: 'pending' }])
+  })
+
+  it('asks for JupyterLab when its box is ticked', async () => {
+    api.createBooking.mockResolvedValue({ id: 43, status: 'scheduled' })
+    const wrapper = await mountForm()
+    await wrapper.get('[data-testid=booking-jupyter]').setValue(true)
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    expect(api.createBooking).toHaveBeenCalledWith(expect.objectContaining({ jupyter: true }))
   })
 
   it('puts the API’s field errors beside their fields', async () => {
