@@ -212,6 +212,12 @@ def booking_failed(booking: Booking) -> None:
     _chat("booking_failed", booking, to_lab=True, reason=booking.failure_reason)
 
 
+def booking_node_replaced(booking: Booking, *, reason: str) -> None:
+    """A node failed and a replacement is on its way: chat only (the e-mail comes when it is
+    ready, or when the booking fails)."""
+    _chat("booking_failed", booking, reason=reason, replaced=True)
+
+
 def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> None:  # type: ignore[no-untyped-def]
     for user in recipients:
         with translation.override(user.language):

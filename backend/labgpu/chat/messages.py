@@ -73,6 +73,13 @@ def render(event: str, context: dict[str, Any], *, language: str, zone: str) -> 
                 "You can extend the booking while capacity and quota allow."
             )
             return title, _link(text, c)
+        if event == "booking_failed" and context.get("replaced"):
+            title = _("Booking #%(id)s: replacing the node") % {"id": c["booking_id"]}
+            text = _(
+                "The node failed (%(reason)s); a new one is being set up. You get a message "
+                "when it is ready."
+            ) % {"reason": c["reason"]}
+            return title, _link(text, c)
         if event == "booking_failed":
             title = _("Booking #%(id)s failed") % {"id": c["booking_id"]}
             text = _(

@@ -433,3 +433,18 @@ def test_a_lost_retry_is_redriven_once_overdue(alice, sink, monkeypatch):
     ChatDelivery.objects.filter(pk=delivery.pk).update(updated_at=now() - timedelta(minutes=5))
     assert services.deliveries_redrive() == 1
     assert published == [delivery.pk]
+
+
+def test_a_replaced_node_is_told_in_the_channel_language(alice, vision_lab, sink):
+    channel = services.channel_create(
+        actor=alice,
+        kind="slack",
+        name="me",
+        url=f"{sink.base_url}/services/a/b/c",
+        language="zh-hans",
+    )
+    booking = BookingFactory(user=alice, lab=vision_lab, status="provisioning")
+    notifications.booking_node_replaced(booking, reason="gpu_missing")
+    delivery = ChatDelivery.objects.get(channel=channel)
+    assert delivery.event == "booking_failed"
+    assert "正在更换节点" in delivery.title and "gpu_missing" in delivery.text

@@ -608,6 +608,7 @@ def _replace_or_fail_booking(*, node: Node, reason: str, replace: bool = True) -
                 to_status=BookingStatus.PROVISIONING,
             )
         node_request(booking=booking, attempt=node.attempt + 1)
+        transaction.on_commit(lambda: notifications.booking_node_replaced(booking, reason=reason))
         return
     if transition(
         Booking,
