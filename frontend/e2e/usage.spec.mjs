@@ -49,7 +49,7 @@ _usage(node=_node(booking=booking, attempt=1, start=start, end=end), start=start
     await page.locator('[data-testid=usage-stacked] [data-testid=bar-chart]').waitFor()
     const from = await page.locator('#usage-from').inputValue()
     const firstLabel = page.locator('[data-testid=usage-stacked] [data-testid=x-label]').first()
-    assert.equal(await firstLabel.textContent(), from.slice(5), 'the x-axis starts at "From"')
+    assert.equal(await firstLabel.getAttribute('data-day'), from, 'the x-axis starts at "From"')
 
     const segment = (d) => page.locator(`[data-testid=usage-stacked] [data-day="${d}"] .segment[title*="MI325X"]`)
     for (const d of [day, next]) {
@@ -71,6 +71,28 @@ _usage(node=_node(booking=booking, attempt=1, start=start, end=end), start=start
     const url = new URL((await asked).url())
     assert.equal(url.searchParams.get('start'), '2026-10-19T22:00:00.000Z', '20 October 00:00 CEST')
     assert.equal(url.searchParams.get('end'), '2026-10-25T23:00:00.000Z', '26 October 00:00 CET: all of the 25-hour day')
+    await context.close()
+  })
+
+  it('on a phone (390×844) the day labels under the bars never overlap, in English and in Chinese', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    await page.setViewportSize({ width: 390, height: 844 })
+    for (const [locale, sample] of [['en', /^\d{1,2}\/\d{1,2}$/], ['zh-CN', /^\d{1,2}\/\d{1,2}$/]]) {
+      await page.evaluate((l) => localStorage.setItem('labgpu.locale', l), locale)
+      await page.goto('/usage')
+      await page.locator('[data-testid=usage-stacked] [data-testid=bar-chart]').waitFor()
+      const labels = page.locator('[data-testid=usage-stacked] [data-testid=x-label]')
+      const texts = await labels.allTextContents()
+      assert.ok(texts.length >= 2, `${locale}: some day labels: ${texts}`)
+      assert.ok(texts.every((t) => sample.test(t)), `${locale}: short dates of the locale: ${texts}`)
+      const boxes = await labels.evaluateAll((els) => els.map((e) => e.getBoundingClientRect()).map((r) => ({ left: r.left, right: r.right })))
+      for (let i = 1; i < boxes.length; i++) {
+        assert.ok(boxes[i].left >= boxes[i - 1].right + 2, `${locale}: label ${i} (${texts[i]}) overlaps ${texts[i - 1]}`)
+      }
+      const card = await page.locator('[data-testid=usage-stacked]').boundingBox()
+      assert.ok(boxes.at(-1).right <= card.x + card.width, `${locale}: the last label stays inside its card`)
+    }
+    await page.evaluate(() => localStorage.setItem('labgpu.locale', 'en'))
     await context.close()
   })
 })
