@@ -39,6 +39,8 @@ export DJANGO_EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend" L
 export E2E_MAIL_DIR="$VAR/mail" LABGPU_PUBLIC_URL="http://127.0.0.1:$PORT"
 # Chat channels may post to the specs' local receivers (chat.spec.mjs).
 export LABGPU_CHAT_ALLOW_LOOPBACK=1
+# Every heartbeat becomes a chart sample (utilisation.spec.mjs posts a few in a row).
+export LABGPU_UTILISATION_SAMPLE_MIN_S=0
 
 cd "$ROOT/backend"
 # A real OpenID Provider (backend/labgpu/sso/tests/op) for the SSO spec; LabGPU signs in with it.

@@ -1,5 +1,5 @@
 import { api, fetchAllPages, MAX_PAGE_SIZE, unwrap } from './client'
-import type { HealthReport, InstanceTypeHealth, Node, NodeStatus } from './types'
+import type { BookingUtilisation, HealthReport, InstanceTypeHealth, Node, NodeStatus } from './types'
 
 export function listNodes(filters: { status?: NodeStatus; booking?: number } = {}): Promise<Node[]> {
   return fetchAllPages((page) =>
@@ -23,4 +23,14 @@ export function retryNode(id: number): Promise<Node> {
 /** Give the node up and tear it down; its booking gets a replacement if it may (audited). */
 export function destroyNode(id: number, reason = ''): Promise<Node> {
   return unwrap(api.POST('/api/v1/nodes/{id}/destroy/', { params: { path: { id } }, body: { reason } }))
+}
+
+/** The booking node's live utilisation: totals, idle state and recent samples (oldest first). */
+export function bookingUtilisation(id: number): Promise<BookingUtilisation> {
+  return unwrap(api.GET('/api/v1/bookings/{id}/utilisation/', { params: { path: { id } } }))
+}
+
+/** Answer an idle warning: the node is in use, keep the booking (audited). */
+export function keepBooking(id: number): Promise<BookingUtilisation> {
+  return unwrap(api.POST('/api/v1/bookings/{id}/keep/', { params: { path: { id } } }))
 }
