@@ -9,6 +9,13 @@ as the first bench user, a member of one lab) through Django's test client: the 
 stack, no sockets. Prints the CPU time of this process per request (Python, the driver, Django;
 not the wait on PostgreSQL), which barely moves when other work loads the machine, unlike wall
 time; with --profile, cProfile's top functions per endpoint counted in CPU time.
+
+On a loaded machine even CPU time drifts (shared caches, hyperthreads); instructions do not.
+Instructions per request of one endpoint: the difference of two runs under callgrind,
+
+    for n in 10 60; do valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        ../.venv/bin/python ../bench/read_profile.py --endpoint busy --rounds 1 --n $n \
+        2>&1 | grep refs; done        # (refs at 60 − refs at 10) / (50 × 1 round)
 """
 
 import argparse
@@ -46,6 +53,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5, help="CPU ms is the median of this many")
     p.add_argument("--profile", action="store_true", help="cProfile (CPU timer) per endpoint")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--endpoint", choices=["busy", "list", "availability"], help="only this one")
     args = p.parse_args()
     user = User.objects.filter(username__startswith="bench-").order_by("pk").first()
     assert user is not None, "no bench users: seed with bench/read_bench.py --keep-db"
@@ -60,6 +68,8 @@ def main() -> None:
         + urlencode({"pool": pool.pk, "start_after": window["start"], "end_before": window["end"]}),
         "availability": f"/api/v1/pools/{pool.pk}/availability/?{urlencode(window)}",
     }
+    if args.endpoint:
+        paths = {args.endpoint: paths[args.endpoint]}
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_ACCEPT="application/json")
 
     def get(name: str) -> bytes:
@@ -71,6 +81,7 @@ def main() -> None:
         for _ in range(20):
             get(name)
     print(f"CPU ms per request, median of {args.rounds} rounds of {args.n} (in-process)")
+    print(f"  bench user {user.username}, pool {pool.pk}, {window['start']} … {window['end']}")
     for name in paths:
         rounds = []
         for _ in range(args.rounds):
@@ -78,7 +89,10 @@ def main() -> None:
             for _ in range(args.n):
                 get(name)
             rounds.append((time.process_time() - cpu0) / args.n * 1000)
-        print(f"  {name:<13} {statistics.median(rounds):6.2f} ms  ({len(get(name))} bytes)")
+        print(
+            f"  {name:<13} {statistics.median(rounds):6.2f} ms  (min {min(rounds):.2f}; "
+            f"{len(get(name))} bytes)"
+        )
     if not args.profile:
         return
     for name in paths:

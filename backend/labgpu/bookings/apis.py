@@ -25,7 +25,6 @@ from labgpu.bookings.selectors import (
     bookings_visible_to,
     busy_blocks,
     decision_context,
-    iso,
     next_free_windows,
     nodes_load,
 )
@@ -55,8 +54,18 @@ from labgpu.catalog.models import NodePool
 from labgpu.catalog.selectors import pools_visible_to
 from labgpu.catalog.serializers import BlackoutSerializer
 from labgpu.core.errors import ApplicationError, NotPermitted
+from labgpu.core.timeutils import iso
 
 BOOK_ACTIONS = {"create", "cancel", "extend", "move"}
+# What a page of the bookings list reads: every column of the booking, and of the rows joined with
+# it (bookings_visible_to) those that BookingSerializer writes.
+LISTED_COLUMNS = (
+    *(field.name for field in Booking._meta.concrete_fields),
+    "lab__name", "lab__slug",
+    "user__username", "user__first_name", "user__last_name",
+    "pool__name", "pool__instance_type",
+    "decided_by__username", "ended_by__username",
+)  # fmt: skip
 
 
 class BookingViewSet(
@@ -76,8 +85,11 @@ class BookingViewSet(
 
     def get_queryset(self) -> QuerySet[Booking]:
         bookings = bookings_visible_to(self.request.user).order_by("start", "id")
-        # `list` loads the nodes of its page itself, only of bookings that can have one.
-        return bookings if self.action == "list" else bookings.prefetch_related("nodes")
+        if self.action != "list":
+            return bookings.prefetch_related("nodes")
+        # `list` loads the nodes of its page itself, only of bookings that can have one; of the
+        # joined rows it reads only what BookingSerializer writes (a third of the columns).
+        return bookings.only(*LISTED_COLUMNS)
 
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -230,6 +242,13 @@ class PoolCalendarViewSet(viewsets.GenericViewSet):
         # Without the instance type pools_visible_to joins for the catalog: neither answer reads
         # it, and the lookup plans in a quarter of the time (EXPLAIN: ~1 ms -> ~0.2 ms, loaded).
         return pools_visible_to(self.request.user).select_related(None).order_by("name")
+
+    def filter_queryset(self, queryset: QuerySet[NodePool]) -> QuerySet[NodePool]:
+        # The catalog's pool filters still narrow the lookup when given; a calendar sends none,
+        # and building the FilterSet and its form for nothing cost as much as the pool's query.
+        if self.request.query_params.keys().isdisjoint(self.filterset_fields):
+            return queryset
+        return super().filter_queryset(queryset)
 
     def _range(self, request: Request) -> dict:
         query = AvailabilityQuerySerializer(data=request.query_params)

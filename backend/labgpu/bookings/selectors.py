@@ -20,12 +20,11 @@ from django.db.models.functions import Cast
 
 from labgpu.accounts.models import Membership, User
 from labgpu.accounts.selectors import admin_lab_ids_of, lab_ids_of
-from labgpu.bookings.models import Booking, Overlaps, ReservedOverlaps, bigint
+from labgpu.bookings.models import Booking, Overlaps, ReservedOverlaps, UtcIso, bigint
 from labgpu.catalog.models import Blackout, NodePool
 from labgpu.core.timeutils import (
     ceil_to_grid,
     hours,
-    iso,
     month_bounds,
     month_start,
     next_month,
@@ -333,8 +332,8 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
     the user's own labs' with their id and lab, other labs' as anonymous blocks (I-6).
 
     One query over the GiST index `booking_pool_period`, which also says whether each row's lab is
-    one of the user's (an EXISTS over their memberships, not a second round trip); rows are
-    rendered as plain dicts.
+    one of the user's (an EXISTS over their memberships, not a second round trip) and writes the
+    moments as the API does (UtcIso); rows are rendered as plain dicts.
     """
     own = (
         Value(True)
@@ -349,25 +348,24 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
         )
         .order_by("start", "id")
         .values_list(
-            "pk", "start", "end", "reserved_start", "reserved_end",
+            "pk", UtcIso("start"), UtcIso("end"), UtcIso("reserved_start"), UtcIso("reserved_end"),
             "status", "user_id", "lab_id", "lab__name", "lab__slug", own,
         )
     )  # fmt: skip
-    blocks = []
-    for pk, b_start, b_end, r_start, r_end, status, user_id, lab_id, name, slug, own in rows:
-        blocks.append(
-            {
-                "start": iso(b_start),
-                "end": iso(b_end),
-                "reserved_start": iso(r_start),
-                "reserved_end": iso(r_end),
-                "status": status,
-                "mine": user_id == user.pk,
-                "booking": pk if own else None,
-                "lab": {"id": lab_id, "name": name, "slug": slug} if own else None,
-            }
-        )
-    return blocks
+    me = user.pk
+    return [
+        {
+            "start": b_start,
+            "end": b_end,
+            "reserved_start": r_start,
+            "reserved_end": r_end,
+            "status": status,
+            "mine": user_id == me,
+            "booking": pk if own else None,
+            "lab": {"id": lab_id, "name": name, "slug": slug} if own else None,
+        }
+        for pk, b_start, b_end, r_start, r_end, status, user_id, lab_id, name, slug, own in rows
+    ]
 
 
 @dataclass(frozen=True)

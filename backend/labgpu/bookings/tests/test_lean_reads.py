@@ -173,3 +173,17 @@ def test_busy_answers_drfs_bytes_own_labmates_and_anonymous(
     assert {b["booking"] is None for b in expected} == {True, False}  # both kinds are there
     assert any(b["mine"] for b in expected) and not all(b["mine"] for b in expected)
     assert response.content == JSONRenderer().render(expected)
+
+
+@pytest.mark.parametrize("endpoint", ["busy", "availability"])
+def test_calendar_reads_still_take_the_catalogs_pool_filters(endpoint, alice, pool, tomorrow):
+    client = client_for(alice)
+    window = {"start": tomorrow.isoformat(), "end": (tomorrow + timedelta(days=1)).isoformat()}
+    path = f"/api/v1/pools/{pool.pk}/{endpoint}/"
+    assert client.get(path, window).status_code == 200
+    assert client.get(path, {**window, "region": pool.region}).status_code == 200
+    assert client.get(path, {**window, "region": "nowhere"}).status_code == 404
+    assert not pool.requires_approval
+    assert client.get(path, {**window, "requires_approval": "true"}).status_code == 404
+    assert client.get(path, {**window, "requires_approval": "false"}).status_code == 200
+    assert client.get(path, {**window, "instance_type": "x"}).status_code == 400
