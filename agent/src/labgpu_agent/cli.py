@@ -256,6 +256,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from labgpu_agent.client import AgentClient, ApiError, Bootstrap, run_agent
+    from labgpu_agent.notebook import start_notebook
 
     fixture = _fixture(args.fixture_profile)
     smoke = _smoke_list(args.smoke) if args.smoke is not None else None
@@ -289,6 +290,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             make_report=make_report,
             make_deep_report=lambda boot: make_report(boot, deep=True),
             make_usage=make_usage,
+            start_notebook=lambda spec, say: start_notebook(
+                spec, say=say, fixture=fixture is not None
+            ),
             max_heartbeats=args.max_heartbeats,
         )
     except ApiError as exc:

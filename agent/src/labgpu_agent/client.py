@@ -9,16 +9,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+from labgpu_agent.notebook import NotebookSpec
 
 log = logging.getLogger("labgpu_agent.client")
 
 BOOTSTRAP_PATH = "/api/v1/agent/bootstrap/"
 REPORTS_PATH = "/api/v1/agent/reports/"
 HEARTBEAT_PATH = "/api/v1/agent/heartbeat/"
+NOTEBOOK_PATH = "/api/v1/agent/notebook/"
 
 
 class ApiError(Exception):
@@ -36,6 +39,8 @@ class Bootstrap:
     profile: str | None
     heartbeat_interval_s: float
     required_smoke: list[str] | None = None  # None: the agent's default (all four)
+    # JupyterLab's token and port, when the booking asked for it (never logged)
+    notebook: NotebookSpec | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -106,10 +111,18 @@ class AgentClient:
                 if isinstance(data.get("required_smoke"), list)
                 else None
             ),
+            notebook=NotebookSpec.from_bootstrap(data.get("notebook")),
         )
 
     def send_report(self, token: str, report: dict[str, Any]) -> None:
         self._post(REPORTS_PATH, token, report, ok=(200, 201))
+
+    def notebook_state(self, token: str, state: str) -> None:
+        """Tell the API how JupyterLab is doing; a failure to say so never stops the agent."""
+        try:
+            self._post(NOTEBOOK_PATH, token, {"state": state}, ok=(204,))
+        except ApiError as exc:
+            log.warning("could not report the notebook as %s: %s", state, exc)
 
     def heartbeat(self, token: str, usage: dict[str, Any] | None = None) -> str:
         """Return the API's action: "continue", "stop" (401/410 also mean stop) or "deep_check"
@@ -143,6 +156,7 @@ def run_agent(
     make_report: Callable[[Bootstrap], dict[str, Any]],
     make_deep_report: Callable[[Bootstrap], dict[str, Any]] | None = None,
     make_usage: Callable[[], dict[str, Any] | None] | None = None,
+    start_notebook: Callable[[NotebookSpec, Callable[[str], None]], Any] | None = None,
     max_heartbeats: int | None = None,
 ) -> int:
     """Bootstrap, send one report, then heartbeat until told to stop; a `deep_check` answer runs
@@ -150,6 +164,7 @@ def run_agent(
     boot = client.bootstrap(bootstrap_token)
     log.info("bootstrapped as node %s (profile %s)", boot.node, boot.profile)
     client.send_report(boot.heartbeat_token, make_report(boot))
+    _notebook(client, boot, start_notebook)
     beats = 0
     while max_heartbeats is None or beats < max_heartbeats:
         client.sleep(boot.heartbeat_interval_s)
@@ -162,6 +177,25 @@ def run_agent(
             log.info("deep check requested")
             client.send_report(boot.heartbeat_token, make_deep_report(boot))
     return 0
+
+
+def _notebook(
+    client: AgentClient,
+    boot: Bootstrap,
+    start: Callable[[NotebookSpec, Callable[[str], None]], Any] | None,
+) -> None:
+    """Start JupyterLab when the booking asked for it; a failure is reported, never fatal."""
+    if boot.notebook is None or start is None:
+        return
+
+    def say(state: str) -> None:
+        client.notebook_state(boot.heartbeat_token, state)
+
+    try:
+        start(boot.notebook, say)
+    except Exception:  # the node stays usable over SSH whatever JupyterLab does
+        log.exception("JupyterLab could not be started")
+        say("failed")
 
 
 def _usage_or_none(make_usage: Callable[[], dict[str, Any] | None] | None) -> dict[str, Any] | None:
