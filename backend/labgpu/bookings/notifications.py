@@ -17,7 +17,9 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from labgpu.bookings.models import Booking, Notification
+from labgpu.bookings.services.notebook import NOTEBOOK_PORT, notebook_access
 from labgpu.chat.services import chat_notify
+from labgpu.core.errors import ApplicationError
 from labgpu.core.timeutils import now
 
 logger = logging.getLogger(__name__)
@@ -152,7 +154,24 @@ def booking_ready(booking: Booking) -> None:
         }
         body = _with_link(body, booking)
     _send(user, subject, body, booking)
-    _chat("booking_ready", booking, ssh=ssh_command(booking) or "-")
+    _chat(
+        "booking_ready",
+        booking,
+        ssh=ssh_command(booking) or "-",
+        notebook_tunnel=_notebook_tunnel(booking),
+    )
+
+
+def _notebook_tunnel(booking: Booking) -> str:
+    """The SSH tunnel to the booking's JupyterLab ("" without one). Chat gets the tunnel, never
+    the URL: the token in it is for the owner's eyes in LabGPU only."""
+    if not booking.jupyter:
+        return ""
+    try:
+        access = notebook_access(user=booking.user, booking=booking, local_port=NOTEBOOK_PORT)
+    except ApplicationError:
+        return ""
+    return access.tunnel_command or ""
 
 
 def booking_ending_soon(booking: Booking) -> None:

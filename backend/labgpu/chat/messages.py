@@ -12,7 +12,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 EVENT_KEYS: dict[str, tuple[str, ...]] = {
-    "booking_ready": ("booking_id", "pool", "ssh", "end", "url"),
+    "booking_ready": ("booking_id", "pool", "ssh", "end", "url"),  # + notebook_tunnel
     "booking_ending_soon": ("booking_id", "end", "url"),
     "booking_failed": ("booking_id", "reason", "url"),
     "approval_needed": ("booking_id", "user", "pool", "start", "end", "url"),
@@ -60,8 +60,12 @@ def render(event: str, context: dict[str, Any], *, language: str, zone: str) -> 
                 "ssh": c["ssh"],
                 "end": _time(c["end"], zone),
             }
-            if context.get("notebook"):
-                text += "\n" + _("Notebook: %(notebook)s") % {"notebook": context["notebook"]}
+            if context.get("notebook_tunnel"):
+                # Never the notebook URL: it carries the token only the owner may see in LabGPU.
+                text += "\n" + _(
+                    "JupyterLab: run %(tunnel)s, then open the notebook link on the booking page "
+                    "(only you see its token)."
+                ) % {"tunnel": context["notebook_tunnel"]}
             return title, _link(text, c)
         if event == "booking_ending_soon":
             title = _("Booking #%(id)s ends at %(end)s") % {

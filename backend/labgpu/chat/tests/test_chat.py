@@ -448,3 +448,19 @@ def test_a_replaced_node_is_told_in_the_channel_language(alice, vision_lab, sink
     delivery = ChatDelivery.objects.get(channel=channel)
     assert delivery.event == "booking_failed"
     assert "正在更换节点" in delivery.title and "gpu_missing" in delivery.text
+
+
+def test_ready_message_gives_the_notebook_tunnel_but_never_its_token(alice, vision_lab, sink):
+    from labgpu.bookings.services.notebook import booking_notebook_token
+    from labgpu.provisioning.tests.factories import NodeFactory
+
+    mine = services.channel_create(
+        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
+    )
+    booking = BookingFactory(user=alice, lab=vision_lab, status="ready", jupyter=True)
+    node = NodeFactory(booking=booking, status="ready")
+    token = booking_notebook_token(booking=booking)
+    notifications.booking_ready(booking)
+    text = ChatDelivery.objects.get(channel=mine).text
+    assert f"ssh -N -L 8888:127.0.0.1:8888 root@{node.public_ip}" in text
+    assert token not in text and "token=" not in text
