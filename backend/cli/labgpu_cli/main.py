@@ -253,11 +253,16 @@ def wait_ready(ctx: Context, booking: dict[str, Any]) -> int:
         status = booking["status"]
         node = booking.get("node") or {}
         if status == "ready" and node.get("ssh_command"):
-            if ctx.json:
+            if booking.get("jupyter"):
+                notebook = node.get("notebook_state")
+                if notebook in ("running", "failed") or time.monotonic() >= deadline:
+                    return print_notebook(ctx, booking)
+            elif ctx.json:
                 ctx.emit_json(booking)
+                return EXIT_OK
             else:
                 ctx.out(node["ssh_command"])
-            return EXIT_OK
+                return EXIT_OK
         if status in FAILED_STATUSES:
             if ctx.json:
                 ctx.emit_json(booking)
@@ -281,6 +286,28 @@ def wait_ready(ctx: Context, booking: dict[str, Any]) -> int:
         booking = ctx.client.get(f"/api/v1/bookings/{booking['id']}/")
 
 
+def print_notebook(ctx: Context, booking: dict[str, Any]) -> int:
+    """The node is ready and JupyterLab running (or given up on): print the SSH command, the
+    tunnel and the notebook URL, which only the booking's owner can read from the API."""
+    access = ctx.client.get(
+        f"/api/v1/bookings/{booking['id']}/notebook/", local_port=ctx.args.local_port
+    )
+    if ctx.json:
+        ctx.emit_json({**booking, "notebook": access})
+    else:
+        ctx.out(access["ssh_command"])
+        ctx.out(access["tunnel_command"])
+        ctx.out(access["url"])
+        print("# run the tunnel (2nd line), then open the URL (3rd line)", file=sys.stderr)
+    if access["state"] != "running":
+        raise CliError(
+            f"booking #{booking['id']} is ready but JupyterLab is "
+            f"{access['state'] or 'not started'} on the node",
+            EXIT_WAIT,
+        )
+    return EXIT_OK
+
+
 def cmd_book(ctx: Context) -> int:
     args = ctx.args
     pool = resolve_pool(ctx, args.pool)
@@ -298,6 +325,8 @@ def cmd_book(ctx: Context) -> int:
         body["start"] = start.isoformat()
     if args.purpose:
         body["purpose"] = args.purpose
+    if args.jupyter:
+        body["jupyter"] = True
     lab = resolve_lab(ctx, args.lab)
     if lab is not None:
         body["lab"] = lab
@@ -463,6 +492,17 @@ def build_parser() -> Parser:
     until.add_argument("--hours", type=float, help="length in hours")
     book.add_argument("--purpose", default="", help="shown to your lab")
     book.add_argument("--lab", help="lab id or slug (when you are in several)")
+    book.add_argument(
+        "--jupyter",
+        action="store_true",
+        help="start JupyterLab on the node (with --wait-ready: print the tunnel and its URL)",
+    )
+    book.add_argument(
+        "--local-port",
+        type=int,
+        default=8888,
+        help="your machine's port for the notebook tunnel (8888)",
+    )
     book.add_argument(
         "--wait-ready", action="store_true", help="wait for the node and print its SSH command"
     )

@@ -23,7 +23,7 @@ from labgpu_cli.main import main
 
 from labgpu.accounts.services import token_create
 from labgpu.bookings.models import Booking
-from labgpu.bookings.services import booking_create
+from labgpu.bookings.services import booking_create, booking_notebook_token
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
 from labgpu.usage.models import UsageRecord
@@ -215,7 +215,7 @@ def test_book_retries_a_lost_response_with_the_same_idempotency_key(
     assert alice.bookings.count() == 1
 
 
-def _flip(alice, *, status: str, ready_node: bool) -> None:
+def _flip(alice, *, status: str, ready_node: bool, notebook: str = "") -> None:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         booking = Booking.objects.filter(user=alice).first()
@@ -231,7 +231,10 @@ def _flip(alice, *, status: str, ready_node: bool) -> None:
                     public_ip="203.0.113.7",
                     provider_id="7",
                     passed_at=now(),
+                    notebook_state=notebook,
                 )
+            if notebook:
+                booking_notebook_token(booking=booking)  # as the node's bootstrap makes it
             Booking.objects.filter(pk=booking.pk).update(
                 status=status, failure_reason="" if ready_node else "health check failed"
             )
@@ -239,12 +242,14 @@ def _flip(alice, *, status: str, ready_node: bool) -> None:
         time.sleep(0.05)
 
 
-def _flip_when_booked(alice, *, status: str, ready_node: bool = True) -> threading.Thread:
+def _flip_when_booked(
+    alice, *, status: str, ready_node: bool = True, notebook: str = ""
+) -> threading.Thread:
     """Play the lifecycle's part: once the booking exists, mark it (and a node) ready."""
 
     def flip() -> None:
         try:
-            _flip(alice, status=status, ready_node=ready_node)
+            _flip(alice, status=status, ready_node=ready_node, notebook=notebook)
         finally:
             connection.close()  # this thread's own connection: let the test database go
 
@@ -276,6 +281,36 @@ def test_wait_ready_prints_the_ssh_command(logged_in, alice, pool, quotas):
     grid = timedelta(minutes=pool.granularity_minutes)
     midnight = booking.end.replace(hour=0, minute=0, second=0, microsecond=0)
     assert (booking.end - midnight) % grid == timedelta(0)  # the end is on the pool's grid
+
+
+@live
+def test_book_jupyter_wait_ready_prints_ssh_tunnel_and_notebook_url(logged_in, alice, pool, quotas):
+    flipper = _flip_when_booked(alice, status="ready", notebook="running")
+    result = logged_in(
+        "book",
+        "mi300x-tor1",
+        "--now",
+        "--hours",
+        "1",
+        "--jupyter",
+        "--local-port",
+        "9000",
+        "--wait-ready",
+        "--timeout",
+        "30",
+        "--poll-interval",
+        "0.2",
+    )
+    flipper.join()
+    assert result.code == 0, result.err
+    booking = Booking.objects.get()
+    token = booking_notebook_token(booking=booking)
+    assert booking.jupyter
+    assert result.out.splitlines()[-3:] == [
+        "ssh root@203.0.113.7",
+        "ssh -N -L 9000:127.0.0.1:8888 root@203.0.113.7",
+        f"http://127.0.0.1:9000/lab?token={token}",
+    ]
 
 
 @live
