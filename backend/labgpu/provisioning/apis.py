@@ -4,12 +4,17 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from labgpu.accounts.selectors import admin_lab_ids_of
 from labgpu.api.permissions import SITE_ADMIN
 from labgpu.bookings.serializers import ReasonSerializer
+from labgpu.core.errors import NotFound, NotPermitted
 from labgpu.provisioning.models import Node
-from labgpu.provisioning.serializers import NodeSerializer
+from labgpu.provisioning.selectors import volumes_visible_to
+from labgpu.provisioning.serializers import NodeSerializer, VolumeSerializer
 from labgpu.provisioning.services.actions import node_destroy, node_retry
+from labgpu.provisioning.services.volumes import volume_delete_as, volumes_in_use_ids
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
@@ -47,3 +52,34 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         body.is_valid(raise_exception=True)
         node_destroy(actor=request.user, node_id=node.pk, reason=body.validated_data["reason"])
         return self._fresh(node.pk)
+
+
+class VolumeListApi(APIView):
+    """Persistent volumes: your own and your labs' (site admins: all), with the storage cost
+    metered so far and whether a booking uses them."""
+
+    @extend_schema(responses=VolumeSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        volumes = list(volumes_visible_to(request.user))
+        busy = volumes_in_use_ids(volumes)
+        return Response(VolumeSerializer(volumes, many=True, context={"busy": busy}).data)
+
+
+class VolumeDetailApi(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, pk: int) -> Response:
+        """Delete a volume and its data: its owner, the owning lab's admins, or a site admin.
+        Refused (409 `volume_in_use`) while a booking uses it."""
+        volume = volumes_visible_to(request.user).filter(pk=pk).first()
+        if volume is None:
+            raise NotFound("No such volume.")
+        user = request.user
+        allowed = (
+            user.is_site_admin
+            or volume.owner_user_id == user.pk
+            or (volume.owner_lab_id is not None and volume.owner_lab_id in admin_lab_ids_of(user))
+        )
+        if not allowed:
+            raise NotPermitted("Only the volume's owner or its lab's admins may delete it.")
+        volume_delete_as(actor=user, volume=volume)
+        return Response(status=204)

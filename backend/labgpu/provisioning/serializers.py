@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from labgpu.provisioning.models import Node
+from labgpu.provisioning.models import Node, Volume
 
 
 class NodeSerializer(serializers.ModelSerializer):
@@ -48,3 +48,33 @@ class NodeSerializer(serializers.ModelSerializer):
 
     def get_expected_in_state_s(self, node: Node) -> int | None:
         return node.expected_in_state_s()
+
+
+class VolumeSerializer(serializers.ModelSerializer):
+    owner_username = serializers.CharField(source="owner_user.username", default=None)
+    owner_lab_name = serializers.CharField(source="owner_lab.name", default=None)
+    used_gb = serializers.DecimalField(max_digits=10, decimal_places=2, allow_null=True)
+    cost = serializers.DecimalField(
+        max_digits=14, decimal_places=2, help_text="Storage cost metered so far (USD)."
+    )
+    in_use = serializers.SerializerMethodField(help_text="A booking uses it: it cannot be deleted.")
+
+    class Meta:
+        model = Volume
+        fields = [
+            "id",
+            "name",
+            "region",
+            "size_gb",
+            "used_gb",
+            "state",
+            "owner_username",
+            "owner_lab_name",
+            "in_use",
+            "cost",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    def get_in_use(self, volume: Volume) -> bool:
+        return volume.pk in self.context.get("busy", set())

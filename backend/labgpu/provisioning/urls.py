@@ -1,3 +1,4 @@
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from labgpu.provisioning import apis
@@ -5,4 +6,8 @@ from labgpu.provisioning import apis
 router = SimpleRouter()
 router.register("nodes", apis.NodeViewSet, basename="node")
 
-urlpatterns = router.urls
+urlpatterns = [
+    *router.urls,
+    path("volumes/", apis.VolumeListApi.as_view(), name="volume-list"),
+    path("volumes/<int:pk>/", apis.VolumeDetailApi.as_view(), name="volume-detail"),
+]

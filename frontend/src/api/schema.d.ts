@@ -1398,6 +1398,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/volumes/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Persistent volumes: your own and your labs' (site admins: all), with the storage cost
+         *     metered so far and whether a booking uses them.
+         */
+        get: operations["v1_volumes_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/volumes/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * @description Delete a volume and its data: its owner, the owning lab's admins, or a site admin.
+         *     Refused (409 `volume_in_use`) while a booking uses it.
+         */
+        delete: operations["v1_volumes_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1433,8 +1473,15 @@ export interface components {
             port: number;
         };
         AgentNotebookStateRequest: {
-            state: components["schemas"]["StateEnum"];
+            state: components["schemas"]["AgentNotebookStateStateEnum"];
         };
+        /**
+         * @description * `starting` - starting
+         *     * `running` - running
+         *     * `failed` - failed
+         * @enum {string}
+         */
+        AgentNotebookStateStateEnum: "starting" | "running" | "failed";
         /** @description The agent's report; its full schema is labgpu_agent's report.schema.json. */
         AgentReportRequest: {
             schema_version: number;
@@ -2736,13 +2783,6 @@ export interface components {
             login_url: string;
         };
         /**
-         * @description * `starting` - starting
-         *     * `running` - running
-         *     * `failed` - failed
-         * @enum {string}
-         */
-        StateEnum: "starting" | "running" | "failed";
-        /**
          * @description * `Africa/Abidjan` - Africa/Abidjan
          *     * `Africa/Accra` - Africa/Accra
          *     * `Africa/Addis_Ababa` - Africa/Addis_Ababa
@@ -3398,6 +3438,36 @@ export interface components {
          * @enum {string}
          */
         VerdictEnum: "pass" | "warn" | "fail";
+        Volume: {
+            readonly id: number;
+            readonly name: string;
+            readonly region: string;
+            readonly size_gb: number;
+            /** Format: decimal */
+            used_gb: string | null;
+            readonly state: components["schemas"]["VolumeStateEnum"];
+            owner_username?: string;
+            owner_lab_name?: string;
+            /** @description A booking uses it: it cannot be deleted. */
+            readonly in_use: boolean;
+            /**
+             * Format: decimal
+             * @description Storage cost metered so far (USD).
+             */
+            cost: string;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        /**
+         * @description * `creating` - Creating
+         *     * `available` - Available
+         *     * `attached` - Attached
+         *     * `detaching` - Detaching
+         *     * `deleting` - Deleting
+         *     * `deleted` - Deleted
+         * @enum {string}
+         */
+        VolumeStateEnum: "creating" | "available" | "attached" | "detaching" | "deleting" | "deleted";
         Window: {
             /** Format: date-time */
             start: string;
@@ -11444,6 +11514,135 @@ export interface operations {
                     "application/json": components["schemas"]["UsageRow"][];
                     "text/csv": components["schemas"]["UsageRow"][];
                 };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_volumes_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_volumes_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input */
             400: {

@@ -123,6 +123,12 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.tokens' },
   },
   {
+    path: '/volumes',
+    name: 'volumes',
+    component: () => import('@/views/account/VolumeListView.vue'),
+    meta: { title: 'nav.volumes' },
+  },
+  {
     path: '/feeds',
     name: 'feeds',
     component: () => import('@/views/account/FeedListView.vue'),

@@ -26,11 +26,13 @@ from labgpu.core.errors import ApplicationError, Conflict
 from labgpu.core.timeutils import now
 from labgpu.providers import (
     ProviderDriver,
+    ProviderError,
     ProviderNotFound,
     ProviderTransientError,
     VolumeSpec,
     volume_name,
 )
+from labgpu.provisioning.drivers import driver_for
 from labgpu.provisioning.models import LabVolumeSize, Node, UntrackedVolume, Volume
 from labgpu.usage.models import StorageUsage
 from labgpu.usage.services import storage_record
@@ -240,7 +242,7 @@ def volume_in_use(volume: Volume) -> bool:
     return live.exclude(booking__pool__volume_scope=NodePool.VolumeScope.NONE).exists()
 
 
-def volume_delete(*, volume: Volume, driver: ProviderDriver) -> None:
+def volume_delete(*, volume: Volume, driver: ProviderDriver | None) -> None:
     """Delete a volume and its data; refused while a booking uses it."""
     with transaction.atomic():
         locked = Volume.objects.select_for_update().get(pk=volume.pk)
@@ -253,6 +255,8 @@ def volume_delete(*, volume: Volume, driver: ProviderDriver) -> None:
             )
         Volume.objects.filter(pk=locked.pk).update(state=VolumeState.DELETING, updated_at=now())
     if locked.provider_id:
+        if driver is None:
+            raise ValueError("a volume made at the provider needs a driver to delete it")
         driver.delete_volume(locked.provider_id)
     Volume.objects.filter(pk=locked.pk).update(
         state=VolumeState.DELETED, deleted_at=now(), updated_at=now()
@@ -367,3 +371,31 @@ def volume_storage_cost(volume: Volume) -> Decimal:
     """What the volume's storage has cost so far (metered periods)."""
     total = sum((u.cost for u in StorageUsage.objects.filter(volume=volume)), Decimal(0))
     return total.quantize(Decimal("0.01"))
+
+
+def volumes_in_use_ids(volumes: list[Volume]) -> set[int]:
+    """The ids of `volumes` a booking uses (cannot be deleted now)."""
+    return {volume.pk for volume in volumes if volume_in_use(volume)}
+
+
+def volume_delete_as(*, actor: object, volume: Volume) -> None:
+    """The API's delete: refused while in use; the provider's refusal becomes a clear error."""
+    try:
+        if not volume.provider_id:
+            volume_delete(volume=volume, driver=None)  # never made at the provider
+        else:
+            with driver_for(volume.provider_account) as driver:
+                volume_delete(volume=volume, driver=driver)
+    except ProviderError as error:
+        raise ApplicationError(
+            f"The provider did not delete the volume: {error.message}",
+            code="provider_error",
+            status_code=502,
+        ) from error
+    audit_record(
+        actor=actor,
+        action="volume.deleted",
+        target=volume,
+        lab=volume.owner_lab,
+        data={"name": volume.name, "region": volume.region, "size_gb": volume.size_gb},
+    )
