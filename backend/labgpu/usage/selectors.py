@@ -5,14 +5,14 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 
 from labgpu.accounts.models import User
 from labgpu.accounts.selectors import admin_lab_ids_of
 from labgpu.core.timeutils import overlap
-from labgpu.usage.models import UsageRecord
+from labgpu.usage.models import BookingUtilisation, UsageRecord
 
-GROUPS = ("lab", "user", "pool", "day", "instance_type")
+GROUPS = ("lab", "user", "pool", "day", "instance_type", "booking")
 
 
 def usage_visible_to(user: User) -> QuerySet[UsageRecord]:
@@ -47,8 +47,17 @@ def usage_aggregate(
     """GPU-hours, cost and seconds of `records` inside [start, end), summed per `group_by`;
     "day" is a calendar day in `tz` (the API passes the user's profile zone)."""
     totals: dict[tuple, dict] = defaultdict(
-        lambda: {"gpu_hours": Decimal(0), "cost": Decimal(0), "seconds": 0}
+        lambda: {
+            "gpu_hours": Decimal(0),
+            "cost": Decimal(0),
+            "seconds": 0,
+            "active_s": 0.0,
+            "observed_s": 0.0,
+            "utilisation_s": 0.0,
+        }
     )
+    records = list(records)
+    share = _utilisation_shares(records)
     for record in records:
         if not record.charged_to_lab and not include_provider_cost:
             continue
@@ -67,6 +76,7 @@ def usage_aggregate(
                 "pool": (record.pool_id, record.pool.name),
                 "instance_type": (record.instance_type_id, record.instance_type.name),
                 "day": (day.isoformat(), day.isoformat()),
+                "booking": (record.booking_id, f"#{record.booking_id}"),
             }
             key = tuple(key_parts[group] for group in group_by)
             row = totals[key]
@@ -74,6 +84,11 @@ def usage_aggregate(
             row["gpu_hours"] += hours * record.gpu_count
             row["cost"] += hours * record.price_per_hour
             row["seconds"] += int(seconds)
+            if (per_second := share.get(record.pk)) is not None:
+                # The booking's used / observed / utilisation time, spread evenly over its
+                # metered seconds (heartbeats come from the node that served it).
+                for field in ("active_s", "observed_s", "utilisation_s"):
+                    row[field] += per_second[field] * seconds
     rows = []
     for key, row in sorted(totals.items(), key=lambda item: tuple(str(k[1]) for k in item[0])):
         out: dict = {}
@@ -84,5 +99,40 @@ def usage_aggregate(
         out["gpu_hours"] = row["gpu_hours"].quantize(Decimal("0.01"))
         out["cost"] = row["cost"].quantize(Decimal("0.01"))
         out["seconds"] = row["seconds"]
+        out["booked_hours"] = round(row["seconds"] / 3600, 2)
+        out["used_hours"] = round(row["active_s"] / 3600, 2)
+        out["average_utilisation_pct"] = (
+            round(row["utilisation_s"] / row["observed_s"], 1) if row["observed_s"] else None
+        )
         rows.append(out)
     return rows
+
+
+def _utilisation_shares(records: list[UsageRecord]) -> dict[int, dict[str, float]]:
+    """Per record charged to its lab: its booking's heartbeat totals per metered second (two
+    queries, whatever the number of records)."""
+    charged = [r for r in records if r.charged_to_lab]
+    booking_ids = {r.booking_id for r in charged}
+    if not booking_ids:
+        return {}
+    metered = dict(
+        UsageRecord.objects.filter(booking_id__in=booking_ids, charged_to_lab=True)
+        .values_list("booking_id")
+        .annotate(total=Sum("seconds"))
+    )
+    totals = {
+        u.booking_id: u for u in BookingUtilisation.objects.filter(booking_id__in=booking_ids)
+    }
+    shares: dict[int, dict[str, float]] = {}
+    for record in charged:
+        util, seconds = totals.get(record.booking_id), metered.get(record.booking_id) or 0
+        if util is None or seconds <= 0:
+            continue
+        shares[record.pk] = {
+            "active_s": min(util.active_s, seconds) / seconds,
+            "observed_s": min(util.observed_s, seconds) / seconds,
+            "utilisation_s": util.utilisation_s * min(1.0, seconds / util.observed_s) / seconds
+            if util.observed_s
+            else 0.0,
+        }
+    return shares

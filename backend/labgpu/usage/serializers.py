@@ -54,6 +54,15 @@ class UsageRowSerializer(serializers.Serializer):
     instance_type = serializers.IntegerField(required=False)
     instance_type_name = serializers.CharField(required=False)
     day = serializers.DateField(required=False)
+    booking = serializers.IntegerField(required=False)
+    booking_name = serializers.CharField(required=False)
     gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=2)
     cost = serializers.DecimalField(max_digits=14, decimal_places=2)
     seconds = serializers.IntegerField()
+    booked_hours = serializers.FloatField(help_text="Node-hours metered (the booking's node up).")
+    used_hours = serializers.FloatField(
+        help_text="Of those, hours with any GPU busy, a process on a GPU or an SSH session."
+    )
+    average_utilisation_pct = serializers.FloatField(
+        allow_null=True, help_text="Mean GPU utilisation over the heartbeats seen; null: none."
+    )

@@ -3396,11 +3396,28 @@ export interface components {
             instance_type_name?: string;
             /** Format: date */
             day?: string;
+            booking?: number;
+            booking_name?: string;
             /** Format: decimal */
             gpu_hours: string;
             /** Format: decimal */
             cost: string;
             seconds: number;
+            /**
+             * Format: double
+             * @description Node-hours metered (the booking's node up).
+             */
+            booked_hours: number;
+            /**
+             * Format: double
+             * @description Of those, hours with any GPU busy, a process on a GPU or an SSH session.
+             */
+            used_hours: number;
+            /**
+             * Format: double
+             * @description Mean GPU utilisation over the heartbeats seen; null: none.
+             */
+            average_utilisation_pct: number | null;
         };
         UserSummary: {
             readonly id: number;
@@ -11493,7 +11510,7 @@ export interface operations {
             query: {
                 end: string;
                 format?: "csv" | "json";
-                /** @description Comma-separated, from: lab, user, pool, day, instance_type */
+                /** @description Comma-separated, from: lab, user, pool, day, instance_type, booking */
                 group_by?: string;
                 /** @description Site admins: also count failed nodes (the provider's cost). */
                 include_provider_cost?: boolean;

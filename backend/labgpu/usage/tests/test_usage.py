@@ -6,7 +6,7 @@ import pytest
 from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.catalog.models import ProviderAccount
 from labgpu.provisioning.models import Node
-from labgpu.usage.models import UsageRecord
+from labgpu.usage.models import BookingUtilisation, UsageRecord
 
 pytestmark = pytest.mark.django_db
 
@@ -101,12 +101,18 @@ def test_usage_by_lab_and_user_with_csv_export(as_bob, as_carol, finished):
             "gpu_hours": "4.00",
             "cost": "8.00",
             "seconds": 14400,
+            "booked_hours": 4.0,
+            "used_hours": 0.0,
+            "average_utilisation_pct": None,
         }
     ]
     csv = as_bob.get("/api/v1/usage/", {**query, "format": "csv"})
     assert csv["Content-Type"].startswith("text/csv")
     header = csv.content.decode().splitlines()[0]
-    assert header == "lab,lab_name,user,user_name,gpu_hours,cost,seconds"
+    assert header == (
+        "lab,lab_name,user,user_name,gpu_hours,cost,seconds,booked_hours,used_hours,"
+        "average_utilisation_pct"
+    )
     with_provider = as_carol.get("/api/v1/usage/", {**query, "include_provider_cost": "true"})
     assert with_provider.json()[0]["gpu_hours"] == "5.00"
 
@@ -156,3 +162,43 @@ def test_usage_csv_neutralises_cells_that_spreadsheets_run_as_formulas(
     assert row["pool_name"] == "'" + name  # OWASP: a leading single quote makes it text
     assert row["gpu_hours"] == "4.00" and row["pool"] == str(pool.pk)  # numbers stay numbers
     assert as_bob.get("/api/v1/usage/", query).json()[0]["pool_name"] == name  # JSON unchanged
+
+
+def test_usage_shows_booked_vs_used_hours_and_average_utilisation_per_booking_user_and_lab(
+    alice, bob, as_bob, vision_lab, pool, finished
+):
+    """4 metered hours; the heartbeats saw 4 h, 1 h of it in use at 50 % mean utilisation
+    (BookingUtilisation is what utilisation_record sums; tested in health)."""
+    BookingUtilisation.objects.create(
+        booking=finished, observed_s=4 * 3600, active_s=3600, utilisation_s=3600 * 50 * 4
+    )
+    idle = BookingFactory(
+        lab=vision_lab,
+        user=bob,
+        pool=pool,
+        start=T0,
+        end=T0 + timedelta(hours=2),
+        status="completed",
+        price_per_hour=Decimal("2.00"),
+    )
+    record(idle, hours=2)  # no heartbeat ever seen: used 0, average unknown
+    window = {"start": "2030-03-01T00:00:00Z", "end": "2030-03-03T00:00:00Z"}
+    rows = as_bob.get("/api/v1/usage/", {**window, "group_by": "booking"}).json()
+    by_booking = {row["booking"]: row for row in rows}
+    assert by_booking[finished.pk]["booked_hours"] == 4.0
+    assert by_booking[finished.pk]["used_hours"] == 1.0
+    assert by_booking[finished.pk]["average_utilisation_pct"] == 50.0
+    assert by_booking[idle.pk]["booked_hours"] == 2.0
+    assert by_booking[idle.pk]["used_hours"] == 0.0
+    assert by_booking[idle.pk]["average_utilisation_pct"] is None
+    users = {
+        r["user_name"]: r
+        for r in as_bob.get("/api/v1/usage/", {**window, "group_by": "user"}).json()
+    }
+    assert users["alice"]["used_hours"] == 1.0 and users["bob"]["used_hours"] == 0.0
+    (lab,) = as_bob.get("/api/v1/usage/", {**window, "group_by": "lab"}).json()
+    assert lab["booked_hours"] == 6.0 and lab["used_hours"] == 1.0
+    assert lab["average_utilisation_pct"] == 50.0  # over the hours observed
+    # Split over days, the used hours still add up.
+    days = as_bob.get("/api/v1/usage/", {**window, "group_by": "day"}).json()
+    assert sum(d["used_hours"] for d in days) == pytest.approx(1.0)
