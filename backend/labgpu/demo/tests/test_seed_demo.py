@@ -135,3 +135,12 @@ def test_ready_reads_the_same_for_bookings_and_nodes_in_chinese():
 
     with translation.override("zh-hans"):
         assert str(Booking.Status.READY.label) == str(Node.Status.READY.label) == "就绪"
+
+
+@pytest.mark.django_db
+def test_the_demo_shows_a_notebook_booking_of_alices():
+    """Issue 15 item 6: alice's first demo booking asks for JupyterLab (the emulator's fixture
+    agent then reports it running on her booking page)."""
+    call_command("seed_demo", verbosity=0)
+    notebooks = Booking.objects.filter(jupyter=True, purpose__startswith="[demo]")
+    assert [b.user.username for b in notebooks] == ["alice"]

@@ -320,6 +320,9 @@ class Command(BaseCommand):
             ("dave", "h200-nyc2", 5, 2, "[demo] vLLM throughput comparison"),
             ("mallory", "mi300x-tor1", 30, 2, "[demo] Tokenizer ablation"),
         ]
+        # alice's first booking asks for JupyterLab: once it runs, the emulator's fixture agent
+        # reports the notebook running and her booking page shows the tunnel and the URL.
+        notebooks = {"[demo] ViT-H fine-tuning on ImageNet-21k"}
         for username, pool_slug, offset_h, length_h, purpose in plans:
             start = base + timedelta(hours=offset_h)
             booking_create(
@@ -328,6 +331,7 @@ class Command(BaseCommand):
                 start=start,
                 end=start + timedelta(hours=length_h),
                 purpose=purpose,
+                jupyter=purpose in notebooks,
             )
 
     def _summary(self, users: dict[str, User], pools: dict[str, NodePool]) -> dict[str, Any]:
