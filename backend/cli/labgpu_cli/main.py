@@ -451,6 +451,57 @@ def cmd_usage(ctx: Context) -> int:
     return EXIT_OK
 
 
+def cmd_chats(ctx: Context) -> int:
+    channels = ctx.client.get("/api/v1/chat-channels/")
+    if ctx.json:
+        ctx.emit_json(channels)
+        return EXIT_OK
+    rows = [
+        [
+            str(c["id"]),
+            c["name"],
+            c["kind"],
+            c.get("lab_name") or "me",
+            c["hint"],
+            c.get("last_delivery_status") or "-",
+        ]
+        for c in channels
+    ]
+    ctx.out(table(rows, ["ID", "NAME", "KIND", "OWNER", "ADDRESS", "LAST"]))
+    return EXIT_OK
+
+
+def cmd_chat_test(ctx: Context) -> int:
+    delivery = ctx.client.post(f"/api/v1/chat-channels/{ctx.args.id}/test/", {})
+    if ctx.json:
+        ctx.emit_json(delivery)
+    else:
+        ctx.out(
+            f"Test message queued (delivery {delivery['id']}); see `labgpu chat-log {ctx.args.id}`."
+        )
+    return EXIT_OK
+
+
+def cmd_chat_log(ctx: Context) -> int:
+    deliveries = ctx.client.get(f"/api/v1/chat-channels/{ctx.args.id}/deliveries/")
+    if ctx.json:
+        ctx.emit_json(deliveries)
+        return EXIT_OK
+    rows = [
+        [
+            ctx.show(d["created_at"]),
+            d["event"],
+            d["status"],
+            str(d["http_status"] or "-"),
+            str(d["attempts"]),
+            (d["error"] or "")[:60],
+        ]
+        for d in deliveries
+    ]
+    ctx.out(table(rows, ["TIME", "EVENT", "STATUS", "HTTP", "TRIES", "ERROR"]))
+    return EXIT_OK
+
+
 # --- the parser ----------------------------------------------------------------------------------
 
 
@@ -535,6 +586,12 @@ def build_parser() -> Parser:
     usage.add_argument("--end", required=True, help="ISO 8601, or local time/date")
     usage.add_argument("--group-by", default="lab,day", help="from lab,user,pool,day,instance_type")
     usage.add_argument("--csv", action="store_true", help="CSV as the API exports it")
+
+    command("chats", cmd_chats, "your chat notification channels (and your labs')")
+    chat_test = command("chat-test", cmd_chat_test, "send a test message to a chat channel")
+    chat_test.add_argument("id", type=int, help="channel id (from `labgpu chats`)")
+    chat_log = command("chat-log", cmd_chat_log, "a chat channel's last deliveries")
+    chat_log.add_argument("id", type=int, help="channel id (from `labgpu chats`)")
     return parser
 
 

@@ -448,3 +448,22 @@ def test_installed_console_script_runs_against_the_server(live_server, alice_tok
         [script, "show", "424242"], env=env, capture_output=True, text=True, timeout=60
     )
     assert missing.returncode == 2 and "not_found" in missing.stderr
+
+
+@live
+def test_chats_lists_channels_sends_a_test_and_shows_the_log(labgpu, live_server, alice, settings):
+    from labgpu.chat import services as chat_services
+
+    settings.LABGPU_CHAT_ALLOW_LOOPBACK = True
+    channel = chat_services.channel_create(
+        actor=alice, kind="slack", name="team", url="http://127.0.0.1:9/services/a/b/SECRET"
+    )
+    admin_token = token_create(user=alice, name="cli-admin", scopes=["admin"])[1]
+    assert labgpu("login", "--url", live_server.url, "--token", admin_token).code == 0
+    listed = labgpu("chats")
+    assert listed.code == 0, listed.err
+    assert "team" in listed.out and "slack" in listed.out and "SECRET" not in listed.out
+    queued = labgpu("chat-test", str(channel.pk))
+    assert queued.code == 0, queued.err
+    log = labgpu("chat-log", str(channel.pk), "--json").json()
+    assert [(d["event"], d["status"]) for d in log] == [("test", "pending")]
