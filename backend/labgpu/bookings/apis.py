@@ -27,6 +27,7 @@ from labgpu.bookings.selectors import (
     decision_context,
     next_free_windows,
     nodes_load,
+    with_has_node,
 )
 from labgpu.bookings.serializers import (
     ApprovalQueueItemSerializer,
@@ -89,7 +90,7 @@ class BookingViewSet(
             return bookings.prefetch_related("nodes")
         # `list` loads the nodes of its page itself, only of bookings that can have one; of the
         # joined rows it reads only what BookingSerializer writes (a third of the columns).
-        return bookings.only(*LISTED_COLUMNS)
+        return with_has_node(bookings.only(*LISTED_COLUMNS))
 
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))

@@ -219,6 +219,8 @@ class Booking(BaseModel):
         """The latest attempt's node (a list prefetches them: bookings.selectors.nodes_load)."""
         if self.status in self.NODELESS_STATUSES or not self.pk:
             return None  # no node exists before provisioning: spare the query
+        if getattr(self, "has_node", True) is False:
+            return None  # the query that read it said it has none (the bookings list's page)
         nodes = list(self.nodes.all())
         return max(nodes, key=lambda node: node.attempt) if nodes else None
 

@@ -57,11 +57,25 @@ def bookings_visible_to(user: User) -> QuerySet[Booking]:
     return bookings.filter(lab_id__in=lab_ids_of(user))
 
 
+def with_has_node(bookings: QuerySet[Booking]) -> QuerySet[Booking]:
+    """Each booking says whether any node was made for it (`has_node`), so that nodes_load skips
+    those with none: a month's bookings cancelled before their start need no query."""
+    return bookings.annotate(
+        has_node=Exists(Booking.objects.filter(pk=OuterRef("pk"), nodes__isnull=False))
+    )
+
+
 def nodes_load(bookings: list[Booking]) -> None:
     """Load the nodes of those `bookings` that can have one (Booking.current_node), in one query;
-    none at all for a page of bookings still to start, as a calendar's month mostly is."""
+    none at all for a page of bookings still to start, as a calendar's month mostly is, nor for
+    bookings read `with_has_node` that have none."""
     prefetch_related_objects(
-        [booking for booking in bookings if booking.status not in Booking.NODELESS_STATUSES],
+        [
+            booking
+            for booking in bookings
+            if booking.status not in Booking.NODELESS_STATUSES
+            and getattr(booking, "has_node", True)
+        ],
         "nodes",
     )
 

@@ -11,6 +11,8 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 
@@ -187,3 +189,29 @@ def test_calendar_reads_still_take_the_catalogs_pool_filters(endpoint, alice, po
     assert client.get(path, {**window, "requires_approval": "true"}).status_code == 404
     assert client.get(path, {**window, "requires_approval": "false"}).status_code == 200
     assert client.get(path, {**window, "instance_type": "x"}).status_code == 400
+
+
+def test_list_reads_no_nodes_for_bookings_that_never_had_one(alice, vision_lab, pool, tomorrow):
+    client = client_for(alice)
+    for index in range(6):  # a month's bookings cancelled before their start: no node
+        BookingFactory(
+            user=alice,
+            lab=vision_lab,
+            pool=pool,
+            start=tomorrow + timedelta(hours=index),
+            status=Booking.Status.CANCELLED,
+        )
+    client.get("/api/v1/bookings/")  # the token's last use recorded
+    with CaptureQueriesContext(connection) as without_nodes:
+        response = client.get("/api/v1/bookings/")
+    assert [r["node"] for r in response.json()["results"]] == [None] * 6
+    read_nodes = 'SELECT "provisioning_node"'
+    assert not [q for q in without_nodes.captured_queries if q["sql"].startswith(read_nodes)]
+    # One cancelled while provisioning has its node: read, in one more query, and shown.
+    cancelled = Booking.objects.filter(status=Booking.Status.CANCELLED).order_by("start").last()
+    node = NodeFactory(booking=cancelled, attempt=1, status=Node.Status.DESTROYED)
+    with CaptureQueriesContext(connection) as with_a_node:
+        response = client.get("/api/v1/bookings/")
+    nodes = [r["node"] and r["node"]["id"] for r in response.json()["results"]]
+    assert nodes == [None] * 5 + [node.pk]
+    assert len(with_a_node.captured_queries) == len(without_nodes.captured_queries) + 1
