@@ -7,7 +7,7 @@ Used by bench/read_bench.py and bench/booking_storm.py (`--preseed`); on its own
 
 It reads the pools and memberships already in the database (bench/storm_seed.py makes them) and
 writes straight into `bookings_booking`, so it works against any commit's schema that has the
-columns below. Layout: every slot of every pool is a lane; each lane gets an equal share of the
+columns below (text and boolean columns a later schema added as NOT NULL get "" and false). Layout: every slot of every pool is a lane; each lane gets an equal share of the
 bookings, one per equal step of [now - past days, now + future days), each 30 min – 4 h on the
 pool's grid, its reserved period (lead before, grace after) inside its step, so no two live
 bookings of a pool ever share a slot at once (I-1 holds; the exclusion constraint checks it).
@@ -72,7 +72,21 @@ def seed_bookings(
         lanes = [(pool, slot) for pool in pools for slot in range(pool[1])]
         per_lane, extra = divmod(bookings, len(lanes))
         counts: dict[str, int] = {}
-        columns = ", ".join(f'"{name}"' for name in COLUMNS)
+        # Columns a newer schema added as NOT NULL without a default (end_reason, jupyter…) get
+        # what the ORM writes by default ("" or false); an older schema (a --ref tree) has none.
+        added = conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_name = 'bookings_booking' AND table_schema = current_schema()"
+            " AND is_nullable = 'NO' AND column_default IS NULL AND column_name <> 'id'"
+            " AND column_name <> ALL(%s) ORDER BY ordinal_position",
+            (list(COLUMNS),),
+        ).fetchall()
+        defaults = {"character varying": "", "text": "", "boolean": False}
+        unknown = [name for name, kind in added if kind not in defaults]
+        if unknown:
+            raise SystemExit(f"bulk_bookings: give a value for the new columns {unknown}")
+        columns = ", ".join(f'"{name}"' for name in (*COLUMNS, *(name for name, _ in added)))
+        blanks = tuple(defaults[kind] for _, kind in added)
         with conn.cursor() as cur, cur.copy(f"COPY bookings_booking ({columns}) FROM STDIN") as copy:
             for index, ((pool_id, _, lead_m, grace_m, gpus, price), slot) in enumerate(lanes):
                 n = per_lane + (index < extra)
@@ -105,6 +119,7 @@ def seed_bookings(
                         gpus, price, (hours * gpus).quantize(Decimal("0.0001")) if done else None,
                         "", end if status != "scheduled" else None, "",
                         (hours * price).quantize(Decimal("0.01")) if done else None,
+                        *blanks,
                     ))  # fmt: skip
                     counts[status] = counts.get(status, 0) + 1
         conn.commit()
