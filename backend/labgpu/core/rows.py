@@ -71,4 +71,3 @@ class JoinedRows:
             for model, names, columns in self._layout
         ]
         return (*instances, *row[self._layout[-1][2].stop :])
-
