@@ -1,7 +1,7 @@
 import { api, unwrap } from './client'
 import type { UsageRow } from './types'
 
-export type UsageGroup = 'lab' | 'user' | 'pool' | 'day' | 'instance_type'
+export type UsageGroup = 'lab' | 'user' | 'pool' | 'day' | 'instance_type' | 'booking'
 
 export interface UsageQuery {
   start: string

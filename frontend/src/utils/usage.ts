@@ -32,6 +32,8 @@ export function groupLabel(row: UsageRow, group: UsageGroup): string {
       return row.pool_name ?? `#${row.pool}`
     case 'instance_type':
       return row.instance_type_name ?? `#${row.instance_type}`
+    case 'booking':
+      return row.booking_name ?? `#${row.booking}`
     default:
       return row.day ?? ''
   }
@@ -54,16 +56,42 @@ export function stackByDay(rows: UsageRow[], group: UsageGroup, metric: UsageMet
     .map(([name, data]) => ({ name, data: data.map((v) => Math.round(v * 100) / 100) }))
 }
 
+export interface UsageTotals {
+  gpuHours: number
+  cost: number
+  bookedHours: number
+  usedHours: number
+  /** Mean GPU utilisation, weighted by the booked hours of the rows that have one; null: none. */
+  averageUtilisation: number | null
+}
+
+/** Sum rows per group (and over all of them): GPU-hours, cost, booked vs used hours. */
+export function sumRows(rows: UsageRow[]): UsageTotals {
+  let gpuHours = 0, cost = 0, bookedHours = 0, usedHours = 0, weighted = 0, weight = 0
+  for (const row of rows) {
+    gpuHours += Number(row.gpu_hours)
+    cost += Number(row.cost)
+    bookedHours += row.booked_hours
+    usedHours += row.used_hours
+    if (row.average_utilisation_pct != null) {
+      weighted += row.average_utilisation_pct * row.booked_hours
+      weight += row.booked_hours
+    }
+  }
+  const round = (v: number) => Math.round(v * 100) / 100
+  return {
+    gpuHours, cost, bookedHours: round(bookedHours), usedHours: round(usedHours),
+    averageUtilisation: weight > 0 ? Math.round((weighted / weight) * 10) / 10 : null,
+  }
+}
+
 export function totalsBy(rows: UsageRow[], group: UsageGroup) {
-  const totals = new Map<string, { gpuHours: number; cost: number }>()
+  const byName = new Map<string, UsageRow[]>()
   for (const row of rows) {
     const name = groupLabel(row, group)
-    const t = totals.get(name) ?? { gpuHours: 0, cost: 0 }
-    t.gpuHours += Number(row.gpu_hours)
-    t.cost += Number(row.cost)
-    totals.set(name, t)
+    byName.set(name, [...(byName.get(name) ?? []), row])
   }
-  return [...totals.entries()].map(([name, t]) => ({ name, ...t })).sort((a, b) => b.gpuHours - a.gpuHours)
+  return [...byName.entries()].map(([name, r]) => ({ name, ...sumRows(r) })).sort((a, b) => b.gpuHours - a.gpuHours)
 }
 
 /**

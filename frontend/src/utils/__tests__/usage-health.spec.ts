@@ -4,7 +4,7 @@ import type { UsageRow } from '@/api/types'
 import { parseFindings, parseSmoke } from '../health'
 import { daysBetween, niceTicks, sparseLabels, stackByDay, totalsBy, utilisationCells } from '../usage'
 
-const row = (day: string, lab: string, gpu_hours: string, cost: string, pool = 1): UsageRow => ({
+const row = (day: string, lab: string, gpu_hours: string, cost: string, pool = 1, used = 0, util: number | null = null): UsageRow => ({
   day,
   lab: lab === 'Vision' ? 1 : 2,
   lab_name: lab,
@@ -13,6 +13,9 @@ const row = (day: string, lab: string, gpu_hours: string, cost: string, pool = 1
   gpu_hours,
   cost,
   seconds: 0,
+  booked_hours: Number(gpu_hours),
+  used_hours: used,
+  average_utilisation_pct: util,
 })
 
 describe('usage charts', () => {
@@ -44,9 +47,17 @@ describe('usage charts', () => {
   it('totals per group, biggest first', () => {
     const totals = totalsBy([row('2026-11-01', 'Vision', '4', '8'), row('2026-11-02', 'Language', '9', '30'), row('2026-11-03', 'Vision', '1', '2')], 'lab')
     expect(totals).toEqual([
-      { name: 'Language', gpuHours: 9, cost: 30 },
-      { name: 'Vision', gpuHours: 5, cost: 10 },
+      { name: 'Language', gpuHours: 9, cost: 30, bookedHours: 9, usedHours: 0, averageUtilisation: null },
+      { name: 'Vision', gpuHours: 5, cost: 10, bookedHours: 5, usedHours: 0, averageUtilisation: null },
     ])
+  })
+
+  it('totals booked vs used hours, averaging utilisation over the booked hours that have one', () => {
+    const totals = totalsBy(
+      [row('2026-11-01', 'Vision', '4', '8', 1, 1, 20), row('2026-11-02', 'Vision', '1', '2', 1, 1, 70), row('2026-11-03', 'Vision', '3', '6')],
+      'lab',
+    )
+    expect(totals).toEqual([{ name: 'Vision', gpuHours: 8, cost: 16, bookedHours: 8, usedHours: 2, averageUtilisation: 30 }])
   })
 
   it('computes utilisation against capacity × GPUs × 24 h', () => {
