@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { apiCall, freeWindow, launch, listPools, me, signIn, wallTime } from './support.mjs'
+import { apiCall, freeWindow, launch, listPools, me, screenshot, signIn, wallTime } from './support.mjs'
 
 describe('moving a booking out of a blackout (issue 14)', () => {
   let browser
@@ -67,6 +67,7 @@ describe('moving a booking out of a blackout (issue 14)', () => {
     assert.equal(await choices.count(), windows.length)
     assert.ok(await choices.nth(0).locator('input').isChecked())
     await choices.nth(1).locator('input').check()
+    await screenshot(page, 'move-dialog-windows')
     await dialog.locator('[data-testid=confirm-ok]').click()
     await page.getByText(`Booking #${id} moved.`).waitFor()
 
