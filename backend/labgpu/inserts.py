@@ -20,8 +20,8 @@ class RowInsert:
     columns, more than PostgreSQL spends on the row). This writes the statement once from the
     model's metadata and per call does what `Model.save` does for a plain insert: each field's
     `pre_save` (auto_now…) and `get_db_prep_save`, then sets the returned id and the instance's
-    state. A model with save signals, or a value that is an expression (a `db_default`, an F()),
-    takes the ORM's own path, so the result never differs from `create`.
+    state. A model with its own `save()` or save signals, or a value that is an expression (a
+    `db_default`, an F()), takes the ORM's own path, so the result never differs from `create`.
     """
 
     def __init__(self, model: type[Model]) -> None:
@@ -46,8 +46,10 @@ class RowInsert:
 
     def create(self, **values: Any) -> Any:
         instance = self.model(**values)
-        if signals.pre_save.has_listeners(self.model) or signals.post_save.has_listeners(
-            self.model
+        if (
+            self.model.save is not Model.save  # a model's own save() must run
+            or signals.pre_save.has_listeners(self.model)
+            or signals.post_save.has_listeners(self.model)
         ):
             instance.save(force_insert=True)
             return instance

@@ -71,3 +71,17 @@ def test_row_insert_keeps_save_signals(alice, vision_lab, pool):
     finally:
         signals.post_save.disconnect(receiver, sender=Booking)
     assert seen == [3]
+
+
+@pytest.mark.django_db
+def test_row_insert_keeps_a_models_own_save(alice, vision_lab, pool, monkeypatch):
+    saved = []
+    original = Booking.save
+
+    def save(self, *args, **kwargs):
+        saved.append(self.slot)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Booking, "save", save)
+    booking = RowInsert(Booking).create(**_values(alice, vision_lab, pool, slot=2))
+    assert saved == [2] and Booking.objects.filter(pk=booking.pk).exists()
