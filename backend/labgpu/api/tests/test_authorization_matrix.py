@@ -105,6 +105,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "PATCH /api/v1/provider-accounts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "POST /api/v1/agent/bootstrap/": ("deny", "deny", "deny", "deny", "auth", "auth"),
     "POST /api/v1/agent/heartbeat/": ("deny", "deny", "deny", "deny", "auth", "ok"),
+    "POST /api/v1/agent/notebook/": ("deny", "deny", "deny", "deny", "auth", "ok"),
     "POST /api/v1/agent/reports/": ("deny", "deny", "deny", "deny", "auth", "ok"),
     "POST /api/v1/auth/login/": ("ok", "ok", "ok", "ok", "ok", "ok"),
     "POST /api/v1/auth/logout/": ("ok", "ok", "ok", "ok", "auth", "auth"),
@@ -113,6 +114,9 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "POST /api/v1/bookings/decide/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/approve/": ("deny", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/cancel/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    # The notebook's token is the owner's alone: the lab admin and the site admin see the
+    # booking but are refused its notebook (403 not_booking_owner).
+    "GET /api/v1/bookings/{id}/notebook/": ("ok", "deny", "deny", "deny", "auth", "auth"),
     "POST /api/v1/bookings/{id}/extend/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/move/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/reject/": ("ok", "deny", "ok", "ok", "auth", "auth"),
@@ -186,7 +190,9 @@ def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type
         api_base_url="http://127.0.0.1:9",
         token_env_var="LABGPU_PROVIDER_TOKEN_NOPE",
     )
-    booking = BookingFactory(lab=vision_lab, user=alice, pool=pool, start=start, status="pending")
+    booking = BookingFactory(
+        lab=vision_lab, user=alice, pool=pool, start=start, status="pending", jupyter=True
+    )
     node = NodeFactory(booking=booking, provider_account=account, status="ready", provider_id="7")
     heartbeat = new_heartbeat_token()
     Node.objects.filter(pk=node.pk).update(heartbeat_token_hash=hash_secret(heartbeat))
