@@ -85,3 +85,33 @@ describe('volumes (issue 15)', () => {
     await context.close()
   })
 })
+
+describe('volume size (issue 15)', () => {
+  let browser
+  before(async () => {
+    browser = await launch()
+  })
+  after(async () => {
+    await browser?.close()
+  })
+
+  it('a lab admin sets the size of new volumes, refused above the site limit', async () => {
+    const { context, page } = await signIn(browser, 'bob')
+    await page.goto('/volumes')
+    const form = page.getByTestId('volume-size')
+    await form.waitFor()
+    await form.getByTestId('volume-size-input').fill('999999')
+    // the browser's own max would stop the submit: ask the API directly, as a script would
+    const labId = await form.locator('select').inputValue()
+    const refused = await apiCall(context, 'PUT', `/api/v1/volumes/lab-size/${labId}/`, { size_gb: 999999 })
+    assert.equal(refused.status, 400)
+    assert.ok(refused.body.extra.fields.size_gb)
+    await form.getByTestId('volume-size-input').fill('250')
+    await form.getByRole('button').click()
+    await page.getByText('Size saved.').waitFor()
+    const saved = await apiCall(context, 'GET', `/api/v1/volumes/lab-size/${labId}/`)
+    assert.equal(saved.body.size_gb, 250)
+    assert.deepEqual(await seriousViolations(page), [])
+    await context.close()
+  })
+})

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
@@ -6,15 +7,26 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from labgpu.accounts.models import Lab
 from labgpu.accounts.selectors import admin_lab_ids_of
 from labgpu.api.permissions import SITE_ADMIN
 from labgpu.bookings.serializers import ReasonSerializer
 from labgpu.core.errors import NotFound, NotPermitted
-from labgpu.provisioning.models import Node
+from labgpu.provisioning.models import Node, UntrackedVolume
 from labgpu.provisioning.selectors import volumes_visible_to
-from labgpu.provisioning.serializers import NodeSerializer, VolumeSerializer
+from labgpu.provisioning.serializers import (
+    LabVolumeSizeSerializer,
+    NodeSerializer,
+    UntrackedVolumeSerializer,
+    VolumeSerializer,
+)
 from labgpu.provisioning.services.actions import node_destroy, node_retry
-from labgpu.provisioning.services.volumes import volume_delete_as, volumes_in_use_ids
+from labgpu.provisioning.services.volumes import (
+    lab_volume_size_set,
+    volume_delete_as,
+    volume_size_for,
+    volumes_in_use_ids,
+)
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
@@ -83,3 +95,49 @@ class VolumeDetailApi(APIView):
             raise NotPermitted("Only the volume's owner or its lab's admins may delete it.")
         volume_delete_as(actor=user, volume=volume)
         return Response(status=204)
+
+
+class UntrackedVolumeListApi(APIView):
+    """Volumes with LabGPU's tag that nothing tracks (site admins): reconcile reports them and
+    never deletes them."""
+
+    permission_classes = SITE_ADMIN
+
+    @extend_schema(responses=UntrackedVolumeSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        rows = UntrackedVolume.objects.filter(resolved_at__isnull=True).order_by("region", "name")
+        return Response(UntrackedVolumeSerializer(rows, many=True).data)
+
+
+class LabVolumeSizeApi(APIView):
+    """The size of a lab's new volumes: its lab admins set it, within the site admin's limit."""
+
+    def _lab(self, request: Request, lab_id: int) -> Lab:
+        lab = Lab.objects.filter(pk=lab_id).first()
+        user = request.user
+        if lab is None or not (user.is_site_admin or lab.pk in admin_lab_ids_of(user)):
+            raise NotFound("No such lab among those you administer.")
+        return lab
+
+    def _answer(self, lab: Lab) -> Response:
+        return Response(
+            LabVolumeSizeSerializer(
+                {
+                    "size_gb": volume_size_for(lab),
+                    "limit_gb": settings.LABGPU_VOLUME_MAX_GB,
+                    "default_gb": settings.LABGPU_VOLUME_DEFAULT_GB,
+                }
+            ).data
+        )
+
+    @extend_schema(responses=LabVolumeSizeSerializer)
+    def get(self, request: Request, lab_id: int) -> Response:
+        return self._answer(self._lab(request, lab_id))
+
+    @extend_schema(request=LabVolumeSizeSerializer, responses=LabVolumeSizeSerializer)
+    def put(self, request: Request, lab_id: int) -> Response:
+        lab = self._lab(request, lab_id)
+        body = LabVolumeSizeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        lab_volume_size_set(lab=lab, size_gb=body.validated_data["size_gb"])
+        return self._answer(lab)

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from labgpu.provisioning.models import Node, Volume
+from labgpu.provisioning.models import Node, UntrackedVolume, Volume
 
 
 class NodeSerializer(serializers.ModelSerializer):
@@ -78,3 +78,18 @@ class VolumeSerializer(serializers.ModelSerializer):
 
     def get_in_use(self, volume: Volume) -> bool:
         return volume.pk in self.context.get("busy", set())
+
+
+class LabVolumeSizeSerializer(serializers.Serializer):
+    size_gb = serializers.IntegerField(
+        min_value=1, help_text="Size of the lab's new volumes (≤ limit_gb)."
+    )
+    limit_gb = serializers.IntegerField(read_only=True, help_text="The site admin's limit.")
+    default_gb = serializers.IntegerField(read_only=True)
+
+
+class UntrackedVolumeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = UntrackedVolume
+        fields = ["id", "provider_id", "name", "region", "size_gb", "created_at", "last_seen_at"]
+        read_only_fields = fields

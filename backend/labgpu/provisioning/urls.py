@@ -9,5 +9,7 @@ router.register("nodes", apis.NodeViewSet, basename="node")
 urlpatterns = [
     *router.urls,
     path("volumes/", apis.VolumeListApi.as_view(), name="volume-list"),
+    path("volumes/untracked/", apis.UntrackedVolumeListApi.as_view(), name="volume-untracked"),
+    path("volumes/lab-size/<int:lab_id>/", apis.LabVolumeSizeApi.as_view(), name="volume-lab-size"),
     path("volumes/<int:pk>/", apis.VolumeDetailApi.as_view(), name="volume-detail"),
 ]

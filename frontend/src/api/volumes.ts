@@ -1,5 +1,5 @@
 import { api, unwrap } from './client'
-import type { Volume } from './types'
+import type { LabVolumeSize, UntrackedVolume, Volume } from './types'
 
 export function listVolumes(): Promise<Volume[]> {
   return unwrap(api.GET('/api/v1/volumes/'))
@@ -7,4 +7,21 @@ export function listVolumes(): Promise<Volume[]> {
 
 export async function deleteVolume(id: number): Promise<void> {
   await unwrap(api.DELETE('/api/v1/volumes/{id}/', { params: { path: { id } } }))
+}
+
+export function listUntrackedVolumes(): Promise<UntrackedVolume[]> {
+  return unwrap(api.GET('/api/v1/volumes/untracked/'))
+}
+
+export function getLabVolumeSize(labId: number): Promise<LabVolumeSize> {
+  return unwrap(api.GET('/api/v1/volumes/lab-size/{lab_id}/', { params: { path: { lab_id: labId } } }))
+}
+
+export function setLabVolumeSize(labId: number, sizeGb: number): Promise<LabVolumeSize> {
+  return unwrap(
+    api.PUT('/api/v1/volumes/lab-size/{lab_id}/', {
+      params: { path: { lab_id: labId } },
+      body: { size_gb: sizeGb },
+    }),
+  )
 }

@@ -72,3 +72,36 @@ def test_a_volume_in_use_is_not_deleted_and_a_free_one_is(alice, bob, vision_lab
     assert [v["name"] for v in client_for(alice).get("/api/v1/volumes/").json()] == [
         "labgpu-u1-tor1"
     ]
+
+
+def test_lab_admins_set_the_size_of_new_volumes_within_the_site_limit(
+    alice, bob, vision_lab, settings
+):
+    settings.LABGPU_VOLUME_MAX_GB = 500
+    url = f"/api/v1/volumes/lab-size/{vision_lab.pk}/"
+
+    too_big = client_for(bob).put(url, {"size_gb": 800}, format="json")
+    researcher = client_for(alice).put(url, {"size_gb": 200}, format="json")
+    set_ = client_for(bob).put(url, {"size_gb": 200}, format="json")
+
+    assert too_big.status_code == 400 and too_big.json()["extra"]["fields"]["size_gb"]
+    assert researcher.status_code == 404
+    assert set_.status_code == 200
+    assert set_.json() == {"size_gb": 200, "limit_gb": 500, "default_gb": 100}
+
+
+def test_site_admins_see_untracked_volumes_and_others_do_not(alice, carol):
+    from labgpu.provisioning.models import UntrackedVolume
+
+    UntrackedVolume.objects.create(
+        provider_account=ProviderAccountFactory(),
+        provider_id="0b5c4a7e-0000-4000-8000-000000000001",
+        name="labgpu-u999-tor1",
+        region="tor1",
+        size_gb=30,
+        last_seen_at=now(),
+    )
+
+    assert client_for(alice).get("/api/v1/volumes/untracked/").status_code == 403
+    listed = client_for(carol).get("/api/v1/volumes/untracked/").json()
+    assert [v["name"] for v in listed] == ["labgpu-u999-tor1"]
