@@ -65,7 +65,7 @@ def test_real_mode_writes_the_token_root_only_enables_the_unit_and_waits_for_loo
     )
     assert (final, said) == ("running", ["starting", "running"])
     assert ran == [["systemctl", "enable", "--now", "labgpu-jupyter.service"]]
-    assert token_file.read_text().strip() == SPEC.token
+    assert token_file.read_text() == SPEC.token  # verbatim: Jupyter reads the whole file
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
 
 

@@ -44,11 +44,14 @@ class NotebookSpec:
 
 
 def write_token(token: str, path: Path = TOKEN_FILE) -> None:
-    """Root-only from the first byte (created 0600, never world-readable for a moment)."""
+    """Root-only from the first byte (created 0600, never world-readable for a moment).
+
+    No trailing newline: jupyter_server takes the file's whole content as the token (checked
+    with JupyterLab 4.6 / jupyter_server 2.21, which read it verbatim)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
-        handle.write(token + "\n")
+        handle.write(token)
     os.chmod(path, 0o600)  # an existing file keeps its old mode through O_CREAT
 
 
