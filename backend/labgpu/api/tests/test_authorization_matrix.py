@@ -27,9 +27,10 @@ from labgpu.accounts.services import token_create
 from labgpu.audit.models import AuditEvent
 from labgpu.bookings.models import Notification
 from labgpu.bookings.tests.factories import BookingFactory
+from labgpu.chat.services import channel_create
 from labgpu.catalog.models import Blackout, ProviderAccount
 from labgpu.invitations.services import invitation_create
-from labgpu.provisioning.models import Node
+from labgpu.provisioning.models import Node, Volume
 from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
 from labgpu.quotas.models import Quota, QuotaRequest
@@ -81,6 +82,22 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "GET /api/v1/notifications/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/notifications/{id}/read/": ("ok", "deny", "deny", "deny", "auth", "auth"),
     "POST /api/v1/notifications/read-all/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    # Chat channels: everyone lists their own; a lab's channel is for its admins (and site admins).
+    "GET /api/v1/chat-channels/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/chat-channels/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/chat-channels/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "PATCH /api/v1/chat-channels/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "DELETE /api/v1/chat-channels/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/chat-channels/{id}/test/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/chat-channels/{id}/deliveries/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    # Persistent volumes: alice's own; site admins see (and may delete) every volume.
+    "GET /api/v1/volumes/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "DELETE /api/v1/volumes/{id}/": ("ok", "deny", "deny", "ok", "auth", "auth"),
+    # Live utilisation of alice's booking: whoever may read the booking; keep (answering an
+    # idle warning) is for whoever may change it, as cancel and extend are.
+    "GET /api/v1/bookings/{id}/utilisation/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/{id}/keep/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/pools/{id}/free-windows/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/me/ssh-keys/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/nodes/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "GET /api/v1/nodes/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
@@ -235,6 +252,22 @@ def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type
         "group-mappings": GroupMapping.objects.create(group="g", lab=vision_lab).pk,
         "invitations": invitation_create(actor=bob, lab=vision_lab, email="new@example.org")[0].pk,
         "notifications": Notification.objects.create(user=alice, subject="Ready").pk,
+        # A channel of alice's lab: its admins manage it, its members do not.
+        "chat-channels": channel_create(
+            actor=bob,
+            kind="slack",
+            name="Vision lab",
+            url="https://hooks.slack.com/services/T0000/B0000/matrix",
+            lab=vision_lab,
+        ).pk,
+        "volumes": Volume.objects.create(
+            owner_user=alice,
+            provider_account=account,
+            region="nyc2",
+            name="labgpu-matrix-alice",
+            size_gb=100,
+            state=Volume.State.AVAILABLE,
+        ).pk,
     }
     node_client = APIClient()
     node_client.credentials(HTTP_AUTHORIZATION=f"Bearer {heartbeat}")

@@ -70,7 +70,10 @@ def test_deeply_nested_json_never_reaches_the_recursive_parser_on_any_endpoint(c
             assert response.status_code < 500, (method, path, response.content[:300])
             assert response["Content-Type"].startswith("application/json"), (method, path)
             if response.status_code == 400:
-                assert response.json()["code"] == "too_deeply_nested", (method, path)
+                # A parser with a small size limit (chat channels: 16 KiB) refuses the body
+                # before reading its depth: also never the recursive parser.
+                code = response.json()["code"]
+                assert code in ("too_deeply_nested", "request_too_large"), (method, path, code)
 
 
 def test_deeply_nested_json_is_refused_on_a_token_booking_create(alice, pool, quotas):
