@@ -27,8 +27,8 @@ from labgpu.accounts.services import token_create
 from labgpu.audit.models import AuditEvent
 from labgpu.bookings.models import Notification
 from labgpu.bookings.tests.factories import BookingFactory
-from labgpu.chat.services import channel_create
 from labgpu.catalog.models import Blackout, ProviderAccount
+from labgpu.chat.services import channel_create
 from labgpu.invitations.services import invitation_create
 from labgpu.provisioning.models import Node, Volume
 from labgpu.provisioning.tests.factories import NodeFactory
