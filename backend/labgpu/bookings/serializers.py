@@ -245,7 +245,8 @@ class BusyBlockSerializer(serializers.Serializer):
     lab = serializers.DictField(read_only=True, allow_null=True)
 
 
-class AvailabilityQuerySerializer(serializers.Serializer):
+class AvailabilityQuerySerializer(CachedFieldsSerializer):
+    # Every busy and availability request validates its range: fields copied from a template.
     start = AwareDateTimeField()
     end = AwareDateTimeField()
     duration_minutes = serializers.IntegerField(min_value=1, max_value=60 * 24 * 90, required=False)
