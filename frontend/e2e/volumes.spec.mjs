@@ -70,6 +70,15 @@ describe('volumes (issue 15)', () => {
     await context.close()
   })
 
+  it('the usage page shows storage cost beside the GPU cost', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    await page.goto('/usage')
+    const card = page.getByTestId('usage-storage')
+    await card.waitFor()
+    assert.match(await card.textContent(), /\$1\.00/)
+    await context.close()
+  })
+
   it('another lab\'s member does not see them; a site admin sees them all, also in Chinese', async () => {
     const mallory = await signIn(browser, 'mallory')
     const theirs = await apiCall(mallory.context, 'GET', '/api/v1/volumes/')

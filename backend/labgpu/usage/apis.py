@@ -9,8 +9,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from labgpu.usage.selectors import usage_aggregate, usage_visible_to
-from labgpu.usage.serializers import UsageQuerySerializer, UsageRowSerializer
+from labgpu.usage.selectors import (
+    storage_by_lab,
+    storage_visible_to,
+    usage_aggregate,
+    usage_visible_to,
+)
+from labgpu.usage.serializers import (
+    StorageQuerySerializer,
+    StorageRowSerializer,
+    UsageQuerySerializer,
+    UsageRowSerializer,
+)
 
 # A cell starting with one of these is a formula to Excel, LibreOffice and Sheets (CSV injection);
 # OWASP's advice: prefix it with a single quote, which makes it text.
@@ -84,3 +94,17 @@ class UsageView(APIView):
         if getattr(request.accepted_renderer, "format", "") == "csv":
             response["Content-Disposition"] = 'attachment; filename="labgpu-usage.csv"'
         return response
+
+
+class StorageUsageView(APIView):
+    """Persistent-volume storage per lab in [start, end): GB-months and cost, beside GPU usage.
+    Same visibility as usage: researchers their own, lab admins their labs', site admins all."""
+
+    @extend_schema(parameters=[StorageQuerySerializer], responses=StorageRowSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        query = StorageQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        start, end = query.validated_data["start"], query.validated_data["end"]
+        records = storage_visible_to(request.user).filter(started_at__lt=end, ended_at__gt=start)
+        rows = storage_by_lab(records, start=start, end=end)
+        return Response(StorageRowSerializer(rows, many=True).data)

@@ -10,7 +10,7 @@ from django.db.models import QuerySet, Sum
 from labgpu.accounts.models import User
 from labgpu.accounts.selectors import admin_lab_ids_of
 from labgpu.core.timeutils import overlap
-from labgpu.usage.models import BookingUtilisation, UsageRecord
+from labgpu.usage.models import BookingUtilisation, StorageUsage, UsageRecord
 
 GROUPS = ("lab", "user", "pool", "day", "instance_type", "booking")
 
@@ -136,3 +136,38 @@ def _utilisation_shares(records: list[UsageRecord]) -> dict[int, dict[str, float
             else 0.0,
         }
     return shares
+
+
+def storage_visible_to(user: User) -> QuerySet[StorageUsage]:
+    """Like `usage_visible_to`: site admins all, lab admins their labs', others their own."""
+    records = StorageUsage.objects.select_related("lab")
+    if user.is_site_admin:
+        return records
+    return records.filter(lab_id__in=admin_lab_ids_of(user)) | records.filter(user=user)
+
+
+def storage_by_lab(
+    records: Iterable[StorageUsage], *, start: datetime, end: datetime
+) -> list[dict]:
+    """Storage GB-months and cost inside [start, end) per lab (each period prorated by time)."""
+    totals: dict[tuple[int, str], dict] = defaultdict(
+        lambda: {"gb_months": Decimal(0), "cost": Decimal(0)}
+    )
+    for record in records:
+        length = (record.ended_at - record.started_at).total_seconds()
+        inside = overlap(record.started_at, record.ended_at, start, end).total_seconds()
+        if length <= 0 or inside <= 0:
+            continue
+        share = Decimal(inside) / Decimal(length)
+        row = totals[(record.lab_id, record.lab.name)]
+        row["gb_months"] += record.gb_months * share
+        row["cost"] += record.cost * share
+    return [
+        {
+            "lab": lab_id,
+            "lab_name": name,
+            "gb_months": row["gb_months"].quantize(Decimal("0.01")),
+            "cost": row["cost"].quantize(Decimal("0.01")),
+        }
+        for (lab_id, name), row in sorted(totals.items(), key=lambda item: item[0][1])
+    ]

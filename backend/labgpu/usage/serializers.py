@@ -66,3 +66,28 @@ class UsageRowSerializer(serializers.Serializer):
     average_utilisation_pct = serializers.FloatField(
         allow_null=True, help_text="Mean GPU utilisation over the heartbeats seen; null: none."
     )
+
+
+class StorageQuerySerializer(serializers.Serializer):
+    start = AwareDateTimeField()
+    end = AwareDateTimeField()
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["end"] <= attrs["start"]:
+            raise serializers.ValidationError(
+                {
+                    "end": [
+                        serializers.ErrorDetail(
+                            "The end must be after the start.", code="end_before_start"
+                        )
+                    ]
+                }
+            )
+        return attrs
+
+
+class StorageRowSerializer(serializers.Serializer):
+    lab = serializers.IntegerField()
+    lab_name = serializers.CharField()
+    gb_months = serializers.DecimalField(max_digits=14, decimal_places=2)
+    cost = serializers.DecimalField(max_digits=14, decimal_places=2)

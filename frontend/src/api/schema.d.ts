@@ -1398,6 +1398,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/usage/storage/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Persistent-volume storage per lab in [start, end): GB-months and cost, beside GPU usage.
+         *     Same visibility as usage: researchers their own, lab admins their labs', site admins all.
+         */
+        get: operations["v1_usage_storage_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/volumes/": {
         parameters: {
             query?: never;
@@ -2830,6 +2850,14 @@ export interface components {
             name: string;
             /** @description Send the browser here, with ?next=<SPA path>. */
             login_url: string;
+        };
+        StorageRow: {
+            lab: number;
+            lab_name: string;
+            /** Format: decimal */
+            gb_months: string;
+            /** Format: decimal */
+            cost: string;
         };
         /**
          * @description * `Africa/Abidjan` - Africa/Abidjan
@@ -11590,6 +11618,73 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["UsageRow"][];
                     "text/csv": components["schemas"]["UsageRow"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_usage_storage_list: {
+        parameters: {
+            query: {
+                end: string;
+                start: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageRow"][];
                 };
             };
             /** @description Invalid input */

@@ -1,5 +1,5 @@
 import { api, unwrap } from './client'
-import type { UsageRow } from './types'
+import type { StorageRow, UsageRow } from './types'
 
 export type UsageGroup = 'lab' | 'user' | 'pool' | 'day' | 'instance_type' | 'booking'
 
@@ -28,4 +28,9 @@ export function usageCsvUrl(query: UsageQuery): string {
   })
   if (query.lab != null) params.set('lab', String(query.lab))
   return `/api/v1/usage/?${params}`
+}
+
+/** Persistent-volume storage per lab in [start, end): GB-months and cost (beside GPU usage). */
+export function storageUsage(query: { start: string; end: string }): Promise<StorageRow[]> {
+  return unwrap(api.GET('/api/v1/usage/storage/', { params: { query } }))
 }

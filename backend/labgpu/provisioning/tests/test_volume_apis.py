@@ -105,3 +105,39 @@ def test_site_admins_see_untracked_volumes_and_others_do_not(alice, carol):
     assert client_for(alice).get("/api/v1/volumes/untracked/").status_code == 403
     listed = client_for(carol).get("/api/v1/volumes/untracked/").json()
     assert [v["name"] for v in listed] == ["labgpu-u999-tor1"]
+
+
+def test_storage_cost_is_reported_per_lab_beside_gpu_usage_prorated_to_the_range(
+    alice, carol, mallory, vision_lab
+):
+    from datetime import timedelta
+
+    volume = make_volume(alice, "labgpu-u1-tor1")
+    start = now().replace(microsecond=0)
+    StorageUsage.objects.create(
+        volume=volume,
+        lab=vision_lab,
+        user=alice,
+        region="tor1",
+        size_gb=100,
+        started_at=start,
+        ended_at=start + timedelta(hours=146),
+        gb_months=Decimal("20"),
+        cost=Decimal("2.00"),
+    )
+    half = {
+        "start": start.isoformat(),
+        "end": (start + timedelta(hours=73)).isoformat(),
+    }
+
+    mine = client_for(alice).get("/api/v1/usage/storage/", half).json()
+    others = client_for(mallory).get("/api/v1/usage/storage/", half).json()
+    bad = client_for(carol).get(
+        "/api/v1/usage/storage/", {"start": half["end"], "end": half["start"]}
+    )
+
+    assert mine == [
+        {"lab": vision_lab.pk, "lab_name": vision_lab.name, "gb_months": "10.00", "cost": "1.00"}
+    ]
+    assert others == []
+    assert bad.status_code == 400 and "end" in bad.json()["extra"]["fields"]
