@@ -44,6 +44,7 @@ CLASSES = {
     "auth": lambda s: s in (401, 403),
 }
 
+SITE_ADMIN_ONLY_ROW = ("deny", "deny", "deny", "ok", "auth", "auth")
 MATRIX: dict[str, tuple[str, ...]] = {
     # operation: (alice, mallory, bob, carol, anon, node)
     "DELETE /api/v1/blackouts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
@@ -93,6 +94,12 @@ MATRIX: dict[str, tuple[str, ...]] = {
     # Persistent volumes: alice's own; site admins see (and may delete) every volume.
     "GET /api/v1/volumes/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "DELETE /api/v1/volumes/{id}/": ("ok", "deny", "deny", "ok", "auth", "auth"),
+    # The size of a lab's new volumes is its admins' setting (within the site's limit); what
+    # reconcile found untracked is for site admins.
+    "GET /api/v1/volumes/lab-size/{lab_id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "PUT /api/v1/volumes/lab-size/{lab_id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/volumes/untracked/": SITE_ADMIN_ONLY_ROW,
+    "GET /api/v1/usage/storage/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     # Live utilisation of alice's booking: whoever may read the booking; keep (answering an
     # idle warning) is for whoever may change it, as cancel and extend are.
     "GET /api/v1/bookings/{id}/utilisation/": ("ok", "deny", "ok", "ok", "auth", "auth"),
@@ -286,7 +293,7 @@ def concrete(path: str, ids: dict[str, int], lab_pk: int) -> str:
     parts = path.strip("/").split("/")
     out = []
     for index, part in enumerate(parts):
-        if part == "{lab_pk}":
+        if part in ("{lab_pk}", "{lab_id}"):
             out.append(str(lab_pk))
         elif part == "{id}":
             out.append(str(ids.get(parts[index - 1], 999999)))
