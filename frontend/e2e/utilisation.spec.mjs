@@ -9,11 +9,16 @@ import { BASE_URL, apiCall, django, launch, listPools, me, seriousViolations, si
 /** An on-demand booking of alice's, made ready here (e2e runs no workers); returns [id, agent token]. */
 async function readyBooking(context) {
   const lab = (await me(context)).memberships[0].lab
-  const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity > 1)
+  // Other specs run nodes now too: take the first open pool with room.
+  const pools = (await listPools(context)).filter((p) => !p.requires_approval && p.capacity > 1)
   const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
-  const booked = await apiCall(context, 'POST', '/api/v1/bookings/', {
-    pool: pool.id, end: end.toISOString(), purpose: 'e2e utilisation', lab: lab.id,
-  })
+  let booked
+  for (const pool of pools) {
+    booked = await apiCall(context, 'POST', '/api/v1/bookings/', {
+      pool: pool.id, end: end.toISOString(), purpose: 'e2e utilisation', lab: lab.id,
+    })
+    if (booked.status !== 409) break
+  }
   assert.equal(booked.status, 201, JSON.stringify(booked.body))
   const id = booked.body.id
   const token = django(`
