@@ -150,7 +150,10 @@ print(booking.pk)
     const page = alice.page
     await page.goto('/usage')
     await page.locator('#usage-group').selectOption('booking')
-    const row = page.locator('.totals tbody tr', { hasText: `#${id}` })
+    // Match the first cell exactly: "#87" is also the text of booking #8's row with 7 GPU-hours.
+    const row = page.locator('.totals tbody tr', {
+      has: page.locator('td:first-child', { hasText: new RegExp(`^\\s*#${id}\\s*$`) }),
+    })
     await row.waitFor()
     const cells = (await row.locator('td').allTextContents()).map((c) => c.trim())
     assert.deepEqual(cells.slice(-3), ['2', '1', '50 %'], cells.join(' | '))
