@@ -120,6 +120,46 @@ describe('site admin daily work', () => {
     made.vision = vision
   })
 
+  it("sets the new pool's idle policy, refused out of bounds, then turns it off", async () => {
+    const record = page.locator(`[data-pool="${POOL.slug}"]`)
+    assert.match(await record.locator('[data-testid=pool-idle-policy]').textContent(), /Off/)
+    await record.getByRole('button', { name: 'Edit' }).click()
+    await page.locator('[data-testid=pool-form-title]', { hasText: POOL.name }).waitFor()
+    assert.equal(await page.inputValue('#pool-idle_reclaim_minutes'), '')
+    await page.fill('#pool-idle_reclaim_minutes', '4')
+    await page.fill('#pool-idle_grace_minutes', '1441')
+    await page.click('[data-testid=pool-submit]')
+    // Both bounds come from the API's 400, under the fields they name; nothing was saved.
+    await page.locator('[data-testid=field-error][data-field=pool-idle_reclaim_minutes]').waitFor()
+    await page.locator('[data-testid=field-error][data-field=pool-idle_grace_minutes]').waitFor()
+    assert.equal((await get(carol.context, `/api/v1/pools/${made.pool.id}/`)).idle_reclaim_minutes, null)
+
+    await page.fill('#pool-idle_reclaim_minutes', '20')
+    await page.fill('#pool-idle_grace_minutes', '45')
+    await page.click('[data-testid=pool-submit]')
+    await record.locator('[data-testid=pool-idle-policy]', { hasText: '20 idle minutes' }).waitFor()
+    const on = await get(carol.context, `/api/v1/pools/${made.pool.id}/`)
+    assert.deepEqual([on.idle_reclaim_minutes, on.idle_grace_minutes], [20, 45])
+    // Editing one rule keeps the others (labs, approval) as they were.
+    assert.deepEqual(on.allowed_labs, [made.vision.id])
+    assert.equal(on.requires_approval, true)
+    const changed = djangoValue(
+      `import json; from labgpu.audit.models import AuditEvent; print(json.dumps(AuditEvent.objects.filter(action="pool.update", target_id="${made.pool.id}", actor__username="carol").latest("pk").data["changes"], sort_keys=True))`,
+    )
+    assert.deepEqual(JSON.parse(changed), {
+      idle_grace_minutes: { from: 30, to: 45 }, idle_reclaim_minutes: { from: null, to: 20 },
+    })
+
+    await record.getByRole('button', { name: 'Edit' }).click()
+    assert.equal(await page.inputValue('#pool-idle_reclaim_minutes'), '20')
+    await page.fill('#pool-idle_reclaim_minutes', '')
+    await page.click('[data-testid=pool-submit]')
+    await record.locator('[data-testid=pool-idle-policy]', { hasText: 'Off' }).waitFor()
+    const off = await get(carol.context, `/api/v1/pools/${made.pool.id}/`)
+    assert.deepEqual([off.idle_reclaim_minutes, off.idle_grace_minutes], [null, 45])
+    assert.equal(auditCount('pool.update', made.pool.id), 2)
+  })
+
   it('changes the price, which says it applies to new bookings', async () => {
     const note = await page.locator('[data-testid=price-note]').textContent()
     assert.match(note, /from now on/)

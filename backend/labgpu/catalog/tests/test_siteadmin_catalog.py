@@ -151,6 +151,54 @@ def test_bad_pool_input_is_a_400_naming_the_field(as_carol, instance_type):
     assert "capacity" in response.json()["extra"]["fields"]
 
 
+def test_site_admin_sets_and_clears_a_pools_idle_policy_audited(as_carol, carol, pool):
+    assert pool.idle_reclaim_minutes is None and pool.idle_grace_minutes == 30  # off by default
+    url = f"/api/v1/pools/{pool.pk}/"
+    on = as_carol.patch(url, {"idle_reclaim_minutes": 20, "idle_grace_minutes": 45}, format="json")
+    assert on.status_code == 200, on.content
+    assert (on.json()["idle_reclaim_minutes"], on.json()["idle_grace_minutes"]) == (20, 45)
+    off = as_carol.patch(url, {"idle_reclaim_minutes": None}, format="json")
+    assert off.status_code == 200, off.content
+
+    pool.refresh_from_db()
+    assert (pool.idle_reclaim_minutes, pool.idle_grace_minutes) == (None, 45)
+    changes = [
+        e.data["changes"]
+        for e in AuditEvent.objects.filter(action="pool.update", actor=carol).order_by("pk")
+    ]
+    assert changes == [
+        {
+            "idle_reclaim_minutes": {"from": None, "to": 20},
+            "idle_grace_minutes": {"from": 30, "to": 45},
+        },
+        {"idle_reclaim_minutes": {"from": 20, "to": None}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"idle_reclaim_minutes": 4}, "idle_reclaim_minutes"),
+        ({"idle_reclaim_minutes": 1441}, "idle_reclaim_minutes"),
+        ({"idle_reclaim_minutes": -5}, "idle_reclaim_minutes"),
+        ({"idle_reclaim_minutes": "soon"}, "idle_reclaim_minutes"),
+        ({"idle_reclaim_minutes": 7.5}, "idle_reclaim_minutes"),
+        ({"idle_reclaim_minutes": [10]}, "idle_reclaim_minutes"),
+        ({"idle_reclaim_minutes": 10**30}, "idle_reclaim_minutes"),
+        ({"idle_reclaim_minutes": 10, "idle_grace_minutes": 0}, "idle_grace_minutes"),
+        ({"idle_reclaim_minutes": 10, "idle_grace_minutes": 1441}, "idle_grace_minutes"),
+        ({"idle_reclaim_minutes": 10, "idle_grace_minutes": None}, "idle_grace_minutes"),
+    ],
+)
+def test_an_idle_policy_out_of_bounds_is_a_400_and_changes_nothing(as_carol, pool, body, field):
+    response = as_carol.patch(f"/api/v1/pools/{pool.pk}/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["extra"]["fields"][field][0]
+    pool.refresh_from_db()
+    assert (pool.idle_reclaim_minutes, pool.idle_grace_minutes) == (None, 30)
+    assert not AuditEvent.objects.filter(action="pool.update").exists()
+
+
 def test_a_new_price_applies_to_bookings_made_afterwards_only(
     as_alice, as_carol, pool, quotas, tomorrow
 ):
