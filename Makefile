@@ -98,8 +98,9 @@ endif
 .PHONY: run
 run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(PORT) with worker and emulator
 	@test -f $(SEEDED) || { $(MANAGE_AT_EMULATOR) seed_demo && touch $(CURDIR)/$(SEEDED); }
-	@# The demo provider follows this start's emulator port, seeded before or not.
-	$(MANAGE_AT_EMULATOR) seed_demo --emulator-only
+	@# The demo provider follows this start's emulator port, seeded before or not; bookings that
+	@# run now start unless the last ones still run (one goes idle: Procfile, --idle-after).
+	$(MANAGE_AT_EMULATOR) seed_demo --emulator-only --live
 	$(MANAGE) collectstatic --noinput --verbosity 0
 	@echo "LabGPU on http://127.0.0.1:$(PORT)  (demo users: alice, bob, carol… password labgpu-demo)"
 	cd $(BACKEND) && PORT=$(PORT) EMULATOR_PORT=$(EMULATOR_PORT) VENV_BIN=$(CURDIR)/$(VENV)/bin \

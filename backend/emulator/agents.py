@@ -104,6 +104,11 @@ class AgentSupervisor:
             "LABGPU_EMULATOR_DROPLET_NAME": droplet.name,
             "LABGPU_NODE_PUBLIC_IPV4": droplet.public_ip,
         }
+        idle_after = [faults.idle_after[t] for t in droplet.tags if t in faults.idle_after]
+        if idle_after:
+            env["LABGPU_FIXTURE_IDLE_AFTER"] = str(min(idle_after))
+        else:
+            env.pop("LABGPU_FIXTURE_IDLE_AFTER", None)  # only a tag sends a node idle
         log_file = None
         if self.work_dir is not None:
             # a per-droplet directory survives emulator restarts, so an agent that keeps its

@@ -116,6 +116,8 @@ class Emulator:
         self.store = Store(state_file=settings.state_file, ip_mode=settings.ip_mode)
         if settings.stock:  # the command line's stock wins over what the state file remembers
             self.store.faults.update({"stock": settings.stock})
+        if settings.idle_after:  # likewise the command line's idle tags
+            self.store.faults.update({"idle_after": settings.idle_after})
         work_dir = settings.state_file.parent if settings.state_file else None
         self.agents = AgentSupervisor(agent_cmd=settings.agent_cmd, work_dir=work_dir)
         self.agents.adopt(self.store.droplets)
@@ -652,7 +654,10 @@ def create_app(settings: EmulatorSettings) -> Starlette:
             emu.store.save()
         elif request.method == "DELETE":
             emu.store.faults = type(emu.store.faults)()
-            emu.store.faults.update({"stock": emu.settings.stock})  # back to the start-up stock
+            # back to the start-up stock and idle tags
+            emu.store.faults.update(
+                {"stock": emu.settings.stock, "idle_after": emu.settings.idle_after}
+            )
             emu.store.save()
         return JSONResponse(asdict(emu.store.faults))
 
@@ -672,6 +677,7 @@ def create_app(settings: EmulatorSettings) -> Starlette:
     async def reset(_: Request) -> Response:
         emu.agents.stop_all()
         emu.store.reset(stock=emu.settings.stock)
+        emu.store.faults.update({"idle_after": emu.settings.idle_after})
         emu.store.save()
         emu.limiter.reset()
         emu.counters = Counters()

@@ -39,6 +39,8 @@ class EmulatorSettings:
     rate_window_hourly_s: float = 3600.0
     #: start-up stock, size -> region -> free machines (see `state.Faults.stock`); {} = unlimited
     stock: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: start-up `state.Faults.idle_after`, droplet tag -> heartbeats before its agent goes idle
+    idle_after: dict[str, int] = field(default_factory=dict)
     #: largest `per_page` honoured (DigitalOcean: 200); smaller values make pagination cheap to test
     max_per_page: int = 200
     #: accepted bearer tokens; empty accepts any non-empty token
@@ -63,10 +65,14 @@ class EmulatorSettings:
         """Apply runtime changes (POST /_emulator/settings); host/port/state_file are fixed."""
         names = {f.name: f for f in fields(self)}
         for key, value in changes.items():
-            if key not in names or key in {"host", "port", "state_file", "stock"}:
+            if key not in names or key in {"host", "port", "state_file", "stock", "idle_after"}:
                 raise ValueError(
                     f"unknown or fixed setting: {key}"
-                    + (" (change stock through POST /_emulator/faults)" if key == "stock" else "")
+                    + (
+                        f" (change {key} through POST /_emulator/faults)"
+                        if key in {"stock", "idle_after"}
+                        else ""
+                    )
                 )
             current = getattr(self, key)
             if key == "tokens":
@@ -128,6 +134,13 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
         help="free machines of SIZE in REGION (repeatable); default: unlimited",
     )
     p.add_argument(
+        "--idle-after",
+        action="append",
+        default=[t for t in env("idle_after", "").split(",") if t],
+        metavar="TAG=N",
+        help="agents of droplets tagged TAG report idle GPUs after N heartbeats (repeatable)",
+    )
+    p.add_argument(
         "--max-per-page", type=int, default=int(env("max_per_page", defaults.max_per_page))
     )
     p.add_argument(
@@ -157,6 +170,7 @@ def parse_args(argv: list[str] | None = None) -> EmulatorSettings:
         rate_limit_hourly=a.rate_limit_hourly,
         rate_window_hourly_s=a.rate_window_hourly,
         stock=parse_stock(a.stock, p),
+        idle_after=parse_idle_after_flags(a.idle_after, p),
         max_per_page=a.max_per_page,
         tokens=list(a.token),
         agent_cmd=a.agent_cmd,
@@ -183,3 +197,14 @@ def parse_stock(items: list[str], parser: argparse.ArgumentParser) -> dict[str, 
     except ValueError as exc:
         parser.error(str(exc))
         raise  # unreachable: parser.error exits
+
+
+def parse_idle_after_flags(items: list[str], parser: argparse.ArgumentParser) -> dict[str, int]:
+    """`["labgpu-type-h100-1=4", …]` -> {tag: heartbeats}."""
+    parsed: dict[str, int] = {}
+    for item in items:
+        tag, _, beats = item.partition("=")
+        if not tag.strip() or not beats.strip().isdigit():
+            parser.error(f"--idle-after wants TAG=N, got {item!r}")
+        parsed[tag.strip()] = int(beats)
+    return parsed

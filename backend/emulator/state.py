@@ -112,6 +112,9 @@ class Faults:
     agent_profiles: dict[str, str] = field(default_factory=dict)
     #: size slug -> agent fixture profile, overriding the built-in per-size default
     size_profiles: dict[str, str] = field(default_factory=dict)
+    #: droplet tag -> heartbeats after which the agents of droplets carrying it report idle GPUs
+    #: and no session (fixture mode's LABGPU_FIXTURE_IDLE_AFTER): the demo sends one node idle
+    idle_after: dict[str, int] = field(default_factory=dict)
     #: size slug -> region -> machines still free there. A create takes one, a droplet that is
     #: gone gives it back; at 0 creates answer 422 and `GET /v2/sizes` leaves the region out.
     #: Absent = unlimited. Updates MERGE per size x region; null lifts a limit.
@@ -142,6 +145,8 @@ class Faults:
                 value = [_check_rule(rule) for rule in value]
             elif key in {"agent_profiles", "size_profiles"}:
                 value = {str(k): str(v) for k, v in dict(value).items()}
+            elif key == "idle_after":
+                value = parse_idle_after(value)
             elif key == "stock":
                 value = merge_stock(self.stock, value)
             setattr(self, key, value)
@@ -165,6 +170,18 @@ class Faults:
         if isinstance(self.never_boot, bool):
             return not self.never_boot
         return name not in self.never_boot
+
+
+def parse_idle_after(value: Any) -> dict[str, int]:
+    """{tag: heartbeats}, each a whole number from 0; anything else is refused."""
+    if not isinstance(value, dict):
+        raise ValueError("idle_after must be an object: {tag: heartbeats}")
+    parsed: dict[str, int] = {}
+    for tag, beats in value.items():
+        if isinstance(beats, bool) or not isinstance(beats, int) or beats < 0:
+            raise ValueError(f"idle_after[{tag!r}] must be a whole number of heartbeats >= 0")
+        parsed[str(tag)] = beats
+    return parsed
 
 
 def merge_stock(current: dict[str, dict[str, int]], changes: Any) -> dict[str, dict[str, int]]:

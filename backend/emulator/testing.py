@@ -223,12 +223,14 @@ def start_emulator(
     env: dict[str, str] | None = None,
     tokens: list[str] | tuple[str, ...] = (),
     stock: dict[str, dict[str, int]] | None = None,
+    idle_after: dict[str, int] | None = None,
     **settings: Any,
 ) -> EmulatorHandle:
     """Start `python -m emulator` on a free 127.0.0.1 port with state under `tmp_path`.
 
     `settings` are `EmulatorSettings` fields (boot_delay_s=0.2, rate_limit=…, agent_cmd=…);
-    `stock` is the start-up stock {size: {region: free}}. The defaults here are test-fast and
+    `stock` is the start-up stock {size: {region: free}}; `idle_after` the start-up idle tags
+    {tag: heartbeats}. The defaults here are test-fast and
     passed explicitly: a 0.2 s boot (the emulator's own default is realistic minutes, and it logs
     that it runs shortened), IPs at once, 50 ms ticks.
     """
@@ -264,6 +266,8 @@ def start_emulator(
     for size, regions in (stock or {}).items():
         for region, free in regions.items():
             argv += ["--stock", f"{size}@{region}={free}"]
+    for tag, beats in (idle_after or {}).items():
+        argv += ["--idle-after", f"{tag}={beats}"]
     child_env = {**os.environ, **(env or {})}
     child_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(BACKEND_DIR), child_env.get("PYTHONPATH", "")) if p

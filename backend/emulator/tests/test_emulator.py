@@ -581,7 +581,8 @@ FAKE_AGENT = textwrap.dedent(
     out = os.path.join(os.environ["FAKE_AGENT_OUT"], droplet_id + ".json")
     with open(out, "w") as fh:
         json.dump({"argv": sys.argv[1:], "pid": os.getpid(),
-                   "state_dir": os.environ.get("LABGPU_AGENT_STATE_DIR")}, fh)
+                   "state_dir": os.environ.get("LABGPU_AGENT_STATE_DIR"),
+                   "idle_after": os.environ.get("LABGPU_FIXTURE_IDLE_AFTER")}, fh)
     time.sleep(120)
     """
 )
@@ -687,6 +688,41 @@ def test_agent_profile_comes_from_user_data_then_per_name_override(tmp_path, fak
         handle.close()
     # stopping the emulator stops its agents
     assert not any(alive(pid) for pid in pids)
+
+
+def test_only_agents_of_droplets_with_an_idle_tag_are_told_to_go_idle(tmp_path, fake_agent):
+    """`make run`'s demo: --idle-after TAG=N sends the agents of droplets carrying TAG idle after N
+    heartbeats; other droplets' agents keep reporting use (and never inherit the variable)."""
+    agent_cmd, out = fake_agent
+    handle = start_emulator(
+        tmp_path / "emu",
+        boot_delay_s=0.1,
+        agent_cmd=agent_cmd,
+        env={"FAKE_AGENT_OUT": str(out), "LABGPU_FIXTURE_IDLE_AFTER": "1"},
+        idle_after={"labgpu-type-h100-1": 4},
+    )
+    try:
+        with httpx.Client(base_url=handle.url, headers=AUTH) as client:
+            ids = {}
+            for name, tags in (("idle", ["labgpu", "labgpu-type-h100-1"]), ("busy", ["labgpu"])):
+                user_data = render_user_data(
+                    api_url="http://127.0.0.1:8000", bootstrap_token=f"bt_{name}_1234567"
+                )
+                body = {**BODY, "name": name, "tags": tags, "user_data": user_data}
+                ids[name] = client.post("/v2/droplets", json=body).json()["droplet"]["id"]
+
+            def reported(name: str) -> dict:
+                path = out / f"{ids[name]}.json"
+                return path.exists() and json.loads(path.read_text())
+
+            assert wait_until(lambda: reported("idle"))["idle_after"] == "4"
+            assert wait_until(lambda: reported("busy"))["idle_after"] is None
+            # The start-up tags survive a reset of the faults.
+            assert handle.clear_faults()["idle_after"] == {"labgpu-type-h100-1": 4}
+            refused = client.post("/_emulator/faults", json={"idle_after": {"x": -1}})
+            assert refused.status_code == 400
+    finally:
+        handle.close()
 
 
 def test_a_missing_agent_executable_does_not_stop_the_droplet_booting(tmp_path):

@@ -144,3 +144,49 @@ def test_the_demo_shows_a_notebook_booking_of_alices():
     call_command("seed_demo", verbosity=0)
     notebooks = Booking.objects.filter(jupyter=True, purpose__startswith="[demo]")
     assert [b.user.username for b in notebooks] == ["alice"]
+
+
+@pytest.mark.django_db
+def test_make_run_starts_bookings_running_now_and_the_emulator_sends_exactly_one_idle():
+    """Issue 15 item 6: on each `make run` start (`seed_demo --emulator-only --live`) demo bookings
+    run now, their agents reporting varying use; the Procfile's `--idle-after TAG=N` sends the
+    nodes of exactly one of them idle, and that one is in a pool whose idle policy is on."""
+    import re
+    from pathlib import Path
+
+    from labgpu.core.timeutils import now
+    from labgpu.demo.management.commands.seed_demo import LIVE_PURPOSE
+
+    call_command("seed_demo", verbosity=0)
+    assert not Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).exists()
+    call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO())
+
+    live = list(
+        Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).select_related(
+            "pool__instance_type", "user"
+        )
+    )
+    moment = now()
+    assert len(live) >= 2
+    assert all(b.status == "scheduled" and b.start <= moment < b.end for b in live), [
+        (b.purpose, b.status, b.start, b.end) for b in live
+    ]
+    procfile = (Path(__file__).resolve().parents[3] / "Procfile").read_text()
+    [emulator_line] = [line for line in procfile.splitlines() if line.startswith("emulator:")]
+    idle_tags = dict(re.findall(r"--idle-after (\S+)=(\d+)", emulator_line))
+    assert idle_tags, "the Procfile sends no demo node idle"
+    goes_idle = [b for b in live if f"labgpu-type-{b.pool.instance_type.slug}" in idle_tags]
+    assert len(goes_idle) == 1, [b.purpose for b in goes_idle]
+    (idle,) = goes_idle
+    assert idle.pool.idle_reclaim_minutes is not None and idle.pool.idle_grace_minutes
+    # alice's: her demo chat channel (the chat sink) shows the idle warning.
+    assert idle.user.username == "alice"
+
+    # A second start while they run makes none; once they are over, the next start makes new ones.
+    call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO())
+    assert Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).count() == len(live)
+    Booking.objects.filter(pk__in=[b.pk for b in live]).update(status="completed")
+    call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO())
+    assert Booking.objects.filter(
+        purpose__startswith=LIVE_PURPOSE, status="scheduled"
+    ).count() == len(live)

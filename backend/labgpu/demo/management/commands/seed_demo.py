@@ -18,6 +18,7 @@ from labgpu.catalog.models import InstanceType, NodePool, ProviderAccount
 from labgpu.chat import crypto as chat_crypto
 from labgpu.chat import kinds as chat_kinds
 from labgpu.chat.models import ChatChannel
+from labgpu.core.errors import ApplicationError
 from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
 from labgpu.demo.history import seed_history, seed_quota_request
 from labgpu.quotas.models import Quota
@@ -157,8 +158,29 @@ POOLS: list[dict[str, Any]] = [
         granularity_minutes=60,
         min_duration_minutes=60,
     ),
-    dict(slug="h100-tor1", name="H100 ×1 · tor1", type="h100-1", region="tor1", capacity=2),
+    dict(
+        slug="h100-tor1",
+        name="H100 ×1 · tor1",
+        type="h100-1",
+        region="tor1",
+        capacity=2,
+        idle_reclaim_minutes=5,
+        idle_grace_minutes=30,
+    ),
 ]
+
+# Bookings that run now, made on every `make run` start (`seed_demo --live`) unless the last ones
+# still run: the emulator's fixture agents report varying utilisation on their booking pages, and
+# the Procfile's `--idle-after labgpu-type-h100-1=…` sends the H100 node idle after a few
+# heartbeats, so its pool's idle policy (above) warns alice in the app, by mail and in the chat
+# sink's console. (username, pool slug, hours, purpose)
+LIVE_PURPOSE = "[demo live]"
+LIVE = [
+    ("erin", "mi300x-tor1", 3, f"{LIVE_PURPOSE} Whisper fine-tuning (busy)"),
+    ("dave", "mi300x-tor1", 2, f"{LIVE_PURPOSE} Retrieval index build (busy)"),
+    ("alice", "h100-tor1", 3, f"{LIVE_PURPOSE} Forgotten notebook (goes idle)"),
+]
+IDLE_DEMO_POOL = "h100-tor1"
 
 
 class Command(BaseCommand):
@@ -171,11 +193,19 @@ class Command(BaseCommand):
             action="store_true",
             help="Only point the demo emulator account at EMULATOR_PORT (make run, every start).",
         )
+        parser.add_argument(
+            "--live",
+            action="store_true",
+            help="Start the demo's bookings that run now unless they still run (make run, every "
+            "start; with --emulator-only, nothing else).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["emulator_only"]:
             url = self._point_emulator()
             self.stdout.write(f"{EMULATOR_ACCOUNT}: {url}")
+            if options["live"]:
+                self._live_bookings()
             return
         with transaction.atomic():
             users = self._people()
@@ -185,6 +215,8 @@ class Command(BaseCommand):
         self._bookings(users, pools)
         seed_history(users=users, pools=pools)
         seed_quota_request(users=users, pools=pools)
+        if options["live"]:
+            self._live_bookings()
         if options["json"]:
             self.stdout.write(json.dumps(self._summary(users, pools), indent=2))
         else:
@@ -333,6 +365,33 @@ class Command(BaseCommand):
                 purpose=purpose,
                 jupyter=purpose in notebooks,
             )
+
+    def _live_bookings(self) -> None:
+        """The LIVE bookings, starting now, unless live ones are still running."""
+        moment = now()
+        if Booking.objects.filter(
+            purpose__startswith=LIVE_PURPOSE,
+            status__in=Booking.LIVE_STATUSES,
+            end__gt=moment,
+        ).exists():
+            return
+        # An older demo database predates the idle policy of the pool whose node goes idle.
+        NodePool.objects.filter(slug=IDLE_DEMO_POOL, idle_reclaim_minutes__isnull=True).update(
+            idle_reclaim_minutes=5
+        )
+        for username, pool_slug, hours, purpose in LIVE:
+            pool = NodePool.objects.get(slug=pool_slug)
+            try:
+                booking_create(
+                    user=User.objects.get(username=username),
+                    pool=pool,
+                    end=ceil_to_grid(moment + timedelta(hours=hours), pool.granularity_minutes),
+                    purpose=purpose,
+                )
+            except ApplicationError as error:  # a demo database changed by hand: say, go on
+                self.stderr.write(f"demo booking {purpose!r} not made: {error}")
+                continue
+            self.stdout.write(f"demo booking running now: {username}, {pool.name}: {purpose}")
 
     def _summary(self, users: dict[str, User], pools: dict[str, NodePool]) -> dict[str, Any]:
         people = []
