@@ -33,6 +33,21 @@ def sink():
         yield state
 
 
+@pytest.fixture
+def channel_at(sink):
+    """`channel_at(actor, path, kind="slack", name="me", **fields)`: a channel posting to the local
+    receiver at `path`; a generic webhook signs with SECRET unless given another secret."""
+
+    def make(actor, path="/services/a/b/c", *, kind="slack", name="me", **fields):
+        if kind == "webhook":
+            fields.setdefault("secret", SECRET)
+        return services.channel_create(
+            actor=actor, kind=kind, name=name, url=f"{sink.base_url}{path}", **fields
+        )
+
+    return make
+
+
 def _send_test(channel: ChatChannel, actor) -> ChatDelivery:
     delivery = services.channel_test(actor=actor, channel=channel)
     assert services.delivery_attempt(delivery_id=delivery.pk) is None
@@ -40,10 +55,8 @@ def _send_test(channel: ChatChannel, actor) -> ChatDelivery:
     return delivery
 
 
-def test_slack_gets_a_text_message(alice, sink):
-    channel = services.channel_create(
-        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/T0/B0/XYZ"
-    )
+def test_slack_gets_a_text_message(alice, sink, channel_at):
+    channel = channel_at(alice, "/services/T0/B0/XYZ")
     delivery = _send_test(channel, alice)
     assert delivery.status == "sent" and delivery.http_status == 200
     (request,) = sink.requests
@@ -52,13 +65,13 @@ def test_slack_gets_a_text_message(alice, sink):
     assert "LabGPU test message" in request.json()["text"]
 
 
-def test_feishu_gets_its_signature_over_timestamp_and_secret(alice, sink):
+def test_feishu_gets_its_signature_over_timestamp_and_secret(alice, sink, channel_at):
     sink.answers = [(200, b'{"code":0,"msg":"success"}')]
-    channel = services.channel_create(
-        actor=alice,
+    channel = channel_at(
+        alice,
+        "/open-apis/bot/v2/hook/abc-123",
         kind="feishu",
         name="feishu",
-        url=f"{sink.base_url}/open-apis/bot/v2/hook/abc-123",
         secret=SECRET,
     )
     assert _send_test(channel, alice).status == "sent"
@@ -71,23 +84,21 @@ def test_feishu_gets_its_signature_over_timestamp_and_secret(alice, sink):
     assert body["sign"] == expected
 
 
-def test_feishu_refusal_inside_a_200_is_a_failed_delivery(alice, sink):
+def test_feishu_refusal_inside_a_200_is_a_failed_delivery(alice, sink, channel_at):
     sink.answers = [(200, b'{"code":19021,"msg":"sign match fail"}')]
-    channel = services.channel_create(
-        actor=alice, kind="feishu", name="f", url=f"{sink.base_url}/open-apis/bot/v2/hook/x"
-    )
+    channel = channel_at(alice, "/open-apis/bot/v2/hook/x", kind="feishu", name="f")
     delivery = _send_test(channel, alice)
     assert delivery.status == "failed"
     assert delivery.error.startswith("19021")
 
 
-def test_dingtalk_gets_timestamp_and_sign_query_parameters(alice, sink):
+def test_dingtalk_gets_timestamp_and_sign_query_parameters(alice, sink, channel_at):
     sink.answers = [(200, b'{"errcode":0,"errmsg":"ok"}')]
-    channel = services.channel_create(
-        actor=alice,
+    channel = channel_at(
+        alice,
+        "/robot/send?access_token=tok123",
         kind="dingtalk",
         name="ding",
-        url=f"{sink.base_url}/robot/send?access_token=tok123",
         secret=SECRET,
         language="zh-hans",
     )
@@ -104,14 +115,9 @@ def test_dingtalk_gets_timestamp_and_sign_query_parameters(alice, sink):
     assert "LabGPU 测试消息" in body["text"]["content"]  # the channel reads Chinese
 
 
-def test_wecom_gets_text_within_its_size_limit(alice, sink):
+def test_wecom_gets_text_within_its_size_limit(alice, sink, channel_at):
     sink.answers = [(200, b'{"errcode":0,"errmsg":"ok"}')]
-    channel = services.channel_create(
-        actor=alice,
-        kind="wecom",
-        name="wecom",
-        url=f"{sink.base_url}/cgi-bin/webhook/send?key=k-1",
-    )
+    channel = channel_at(alice, "/cgi-bin/webhook/send?key=k-1", kind="wecom", name="wecom")
     services.chat_notify(
         "booking_failed", user=alice, context={"booking_id": 1, "reason": "长" * 3000}
     )
@@ -126,10 +132,8 @@ def test_wecom_gets_text_within_its_size_limit(alice, sink):
     assert len(body["text"]["content"].encode()) <= 2048
 
 
-def test_generic_webhook_is_signed_over_timestamp_and_body(alice, sink):
-    channel = services.channel_create(
-        actor=alice, kind="webhook", name="hook", url=f"{sink.base_url}/in", secret=SECRET
-    )
+def test_generic_webhook_is_signed_over_timestamp_and_body(alice, sink, channel_at):
+    channel = channel_at(alice, "/in", kind="webhook", name="hook")
     assert _send_test(channel, alice).status == "sent"
     request = sink.requests[0]
     header = dict(part.split("=", 1) for part in request.headers["x-labgpu-signature"].split(","))
@@ -139,11 +143,9 @@ def test_generic_webhook_is_signed_over_timestamp_and_body(alice, sink):
     assert body["event"] == "test" and body["title"] == "LabGPU test message"
 
 
-def test_a_server_error_is_retried_with_growing_back_off_then_sent(alice, sink):
+def test_a_server_error_is_retried_with_growing_back_off_then_sent(alice, sink, channel_at):
     sink.answers = [(500, b"oops"), (503, b"busy"), (200, b"ok")]
-    channel = services.channel_create(
-        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
-    )
+    channel = channel_at(alice)
     delivery = services.channel_test(actor=alice, channel=channel)
     assert services.delivery_attempt(delivery_id=delivery.pk) == 30
     assert services.delivery_attempt(delivery_id=delivery.pk) == 60
@@ -155,11 +157,9 @@ def test_a_server_error_is_retried_with_growing_back_off_then_sent(alice, sink):
     assert len(sink.requests) == 3
 
 
-def test_delivery_gives_up_after_the_last_attempt_and_at_once_on_a_4xx(alice, sink):
+def test_delivery_gives_up_after_the_last_attempt_and_at_once_on_a_4xx(alice, sink, channel_at):
     sink.answers = [(500, b"down")]
-    channel = services.channel_create(
-        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
-    )
+    channel = channel_at(alice)
     delivery = services.channel_test(actor=alice, channel=channel)
     while services.delivery_attempt(delivery_id=delivery.pk) is not None:
         pass
@@ -173,10 +173,8 @@ def test_delivery_gives_up_after_the_last_attempt_and_at_once_on_a_4xx(alice, si
     assert "no_team" in gone.error
 
 
-def test_test_message_goes_through_the_outbox_to_the_delivery_task(alice, sink):
-    channel = services.channel_create(
-        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
-    )
+def test_test_message_goes_through_the_outbox_to_the_delivery_task(alice, channel_at):
+    channel = channel_at(alice)
     delivery = services.channel_test(actor=alice, channel=channel)
     assert OutboxMessage.objects.filter(
         task="labgpu.chat.tasks.deliver_chat_message", args=[delivery.pk]
@@ -184,30 +182,12 @@ def test_test_message_goes_through_the_outbox_to_the_delivery_task(alice, sink):
 
 
 def test_events_reach_the_owner_and_lab_channels_that_subscribe(
-    alice, bob, mallory, vision_lab, sink
+    alice, bob, mallory, vision_lab, channel_at
 ):
-    mine = services.channel_create(
-        actor=alice, kind="webhook", name="mine", url=f"{sink.base_url}/a", secret=SECRET
-    )
-    quiet = services.channel_create(
-        actor=alice,
-        kind="webhook",
-        name="quiet",
-        url=f"{sink.base_url}/b",
-        secret=SECRET,
-        events=["quota_threshold"],
-    )
-    lab = services.channel_create(
-        actor=bob,
-        kind="webhook",
-        name="lab",
-        url=f"{sink.base_url}/c",
-        secret=SECRET,
-        lab=vision_lab,
-    )
-    other = services.channel_create(
-        actor=mallory, kind="webhook", name="other", url=f"{sink.base_url}/d", secret=SECRET
-    )
+    mine = channel_at(alice, "/a", kind="webhook", name="mine")
+    quiet = channel_at(alice, "/b", kind="webhook", name="quiet", events=["quota_threshold"])
+    lab = channel_at(bob, "/c", kind="webhook", name="lab", lab=vision_lab)
+    other = channel_at(mallory, "/d", kind="webhook", name="other")
     booking = BookingFactory(user=alice, lab=vision_lab, failure_reason="no capacity")
     notifications.booking_failed(booking)
     got = set(ChatDelivery.objects.values_list("channel_id", flat=True))
@@ -218,13 +198,12 @@ def test_events_reach_the_owner_and_lab_channels_that_subscribe(
     assert f"#{booking.pk}" in delivery.title and "no capacity" in delivery.text
 
 
-def test_approval_needed_reaches_the_lab_channel(alice, bob, vision_lab, sink):
-    lab = services.channel_create(
-        actor=bob,
+def test_approval_needed_reaches_the_lab_channel(alice, bob, vision_lab, channel_at):
+    lab = channel_at(
+        bob,
+        "/c",
         kind="webhook",
         name="lab",
-        url=f"{sink.base_url}/c",
-        secret=SECRET,
         lab=vision_lab,
         language="zh-hans",
         timezone="Asia/Shanghai",
@@ -237,10 +216,8 @@ def test_approval_needed_reaches_the_lab_channel(alice, bob, vision_lab, sink):
     assert "Asia/Shanghai，UTC+08:00" in delivery.text
 
 
-def test_ready_message_carries_the_ssh_command(alice, vision_lab, sink):
-    mine = services.channel_create(
-        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
-    )
+def test_ready_message_carries_the_ssh_command(alice, vision_lab, channel_at):
+    mine = channel_at(alice)
     booking = BookingFactory(user=alice, lab=vision_lab, status="ready")
     notifications.booking_ready(booking)
     delivery = ChatDelivery.objects.get(channel=mine)
@@ -364,16 +341,14 @@ def test_owner_sends_a_test_message_and_reads_the_delivery_log(as_alice, sink):
     assert not ChatChannel.objects.exists() and not ChatDelivery.objects.exists()
 
 
-def test_channel_key_rotation_keeps_old_channels_readable(settings, alice, sink):
+def test_channel_key_rotation_keeps_old_channels_readable(settings, alice, sink, channel_at):
     from cryptography.fernet import Fernet
 
     from labgpu.chat import crypto
 
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     settings.LABGPU_CHANNEL_KEY = old
-    channel = services.channel_create(
-        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
-    )
+    channel = channel_at(alice)
     settings.LABGPU_CHANNEL_KEY = f"{new},{old}"
     assert _send_test(channel, alice).status == "sent"
     rotated = crypto.reseal(channel.secret_box)
@@ -414,15 +389,13 @@ def test_make_run_chat_sink_prints_a_signed_message(alice, settings):
         sink.wait()
 
 
-def test_a_lost_retry_is_redriven_once_overdue(alice, sink, monkeypatch):
+def test_a_lost_retry_is_redriven_once_overdue(alice, sink, monkeypatch, channel_at):
     from datetime import timedelta
 
     from labgpu.core.timeutils import now
 
     sink.answers = [(500, b"down"), (200, b"ok")]
-    channel = services.channel_create(
-        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
-    )
+    channel = channel_at(alice)
     delivery = services.channel_test(actor=alice, channel=channel)
     assert services.delivery_attempt(delivery_id=delivery.pk) == 30
     published = []
@@ -435,14 +408,8 @@ def test_a_lost_retry_is_redriven_once_overdue(alice, sink, monkeypatch):
     assert published == [delivery.pk]
 
 
-def test_a_replaced_node_is_told_in_the_channel_language(alice, vision_lab, sink):
-    channel = services.channel_create(
-        actor=alice,
-        kind="slack",
-        name="me",
-        url=f"{sink.base_url}/services/a/b/c",
-        language="zh-hans",
-    )
+def test_a_replaced_node_is_told_in_the_channel_language(alice, vision_lab, channel_at):
+    channel = channel_at(alice, language="zh-hans")
     booking = BookingFactory(user=alice, lab=vision_lab, status="provisioning")
     notifications.booking_node_replaced(booking, reason="gpu_missing")
     delivery = ChatDelivery.objects.get(channel=channel)
@@ -450,13 +417,11 @@ def test_a_replaced_node_is_told_in_the_channel_language(alice, vision_lab, sink
     assert "正在更换节点" in delivery.title and "gpu_missing" in delivery.text
 
 
-def test_ready_message_gives_the_notebook_tunnel_but_never_its_token(alice, vision_lab, sink):
+def test_ready_message_gives_the_notebook_tunnel_but_never_its_token(alice, vision_lab, channel_at):
     from labgpu.bookings.services.notebook import booking_notebook_token
     from labgpu.provisioning.tests.factories import NodeFactory
 
-    mine = services.channel_create(
-        actor=alice, kind="slack", name="me", url=f"{sink.base_url}/services/a/b/c"
-    )
+    mine = channel_at(alice)
     booking = BookingFactory(user=alice, lab=vision_lab, status="ready", jupyter=True)
     node = NodeFactory(booking=booking, status="ready")
     token = booking_notebook_token(booking=booking)
