@@ -16,6 +16,7 @@ from django.core.mail import send_mail
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from labgpu.accounts.models import Membership
 from labgpu.bookings.models import Booking, Notification
 from labgpu.bookings.services.notebook import NOTEBOOK_PORT, notebook_access
 from labgpu.chat.services import chat_notify
@@ -108,20 +109,26 @@ def booking_decided(booking: Booking) -> None:
 
 
 def booking_approval_needed(booking: Booking) -> None:
-    """A booking waits for a lab admin: the lab's chat channels hear of it (the approval queue
-    and its badge are the in-app signal)."""
-    chat_notify(
-        "approval_needed",
-        lab=booking.lab,
-        context={
-            "booking_id": booking.pk,
-            "user": booking.user.get_full_name() or booking.user.username,
-            "pool": booking.pool.name,
-            "start": booking.start,
-            "end": booking.end,
-            "url": booking_url(booking),
-        },
-    )
+    """A booking waits for a lab admin: the lab's chat channels and each of its lab admins' own
+    channels hear of it, each message in its channel's language (the approval queue and its badge
+    are the in-app signal). The one who asked is not asked to approve their own booking unless
+    LABGPU_ALLOW_SELF_APPROVAL lets them."""
+    context = {
+        "booking_id": booking.pk,
+        "user": booking.user.get_full_name() or booking.user.username,
+        "pool": booking.pool.name,
+        "start": booking.start,
+        "end": booking.end,
+        "url": booking_url(booking),
+    }
+    chat_notify("approval_needed", lab=booking.lab, context=context)
+    admins = Membership.objects.filter(
+        lab_id=booking.lab_id, role=Membership.Role.LAB_ADMIN, user__is_active=True
+    ).select_related("user")
+    for membership in admins:
+        if membership.user_id == booking.user_id and not settings.LABGPU_ALLOW_SELF_APPROVAL:
+            continue
+        chat_notify("approval_needed", user=membership.user, context=context)
 
 
 def booking_extension_decided(booking: Booking, *, approved: bool, reason: str) -> None:

@@ -216,6 +216,38 @@ def test_approval_needed_reaches_the_lab_channel(alice, bob, vision_lab, channel
     assert "Asia/Shanghai，UTC+08:00" in delivery.text
 
 
+def test_approval_needed_reaches_each_lab_admins_own_channels_in_their_language(
+    alice, bob, mallory, vision_lab, sink, channel_at
+):
+    """Not only the lab's channels: each of its lab admins hears of a booking to approve on their
+    own channels, in the language each channel reads. Members, other labs' people and the one who
+    asked (no self-approval) do not."""
+    from labgpu.accounts.models import Membership
+    from labgpu.accounts.tests.factories import MembershipFactory, UserFactory
+
+    bob.language = "zh-hans"
+    bob.save(update_fields=["language"])
+    vera = UserFactory(username="vera", language="en")
+    MembershipFactory(user=vera, lab=vision_lab, role=Membership.Role.LAB_ADMIN)
+    for person in (alice, bob, vera, mallory):
+        channel_at(person, f"/{person.username}", kind="webhook", name=person.username)
+
+    booking = BookingFactory(user=alice, lab=vision_lab, status="pending")
+    notifications.booking_approval_needed(booking)
+    for delivery in ChatDelivery.objects.all():
+        assert services.delivery_attempt(delivery_id=delivery.pk) is None
+    received = {request.path: request.json() for request in sink.requests}
+    assert set(received) == {"/bob", "/vera"}
+    assert received["/bob"]["event"] == received["/vera"]["event"] == "approval_needed"
+    assert received["/bob"]["title"] == f"预约 #{booking.pk} 需要审批"
+    assert received["/vera"]["title"] == f"Booking #{booking.pk} needs approval"
+
+    own = BookingFactory(user=bob, lab=vision_lab, status="pending")
+    notifications.booking_approval_needed(own)
+    asked = ChatDelivery.objects.filter(title__contains=f"#{own.pk}")
+    assert [d.channel.name for d in asked] == ["vera"]
+
+
 def test_ready_message_carries_the_ssh_command(alice, vision_lab, channel_at):
     mine = channel_at(alice)
     booking = BookingFactory(user=alice, lab=vision_lab, status="ready")
@@ -429,3 +461,4 @@ def test_ready_message_gives_the_notebook_tunnel_but_never_its_token(alice, visi
     text = ChatDelivery.objects.get(channel=mine).text
     assert f"ssh -N -L 8888:127.0.0.1:8888 root@{node.public_ip}" in text
     assert token not in text and "token=" not in text
+
