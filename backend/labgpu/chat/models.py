@@ -66,6 +66,8 @@ class ChatChannel(BaseModel):
         max_length=16, choices=[("en", "English"), ("zh-hans", "简体中文")], default="en"
     )
     timezone = models.CharField(max_length=64, default="UTC")
+    # Off: the channel keeps its settings and log but is sent nothing (a test message still goes).
+    enabled = models.BooleanField(default=True)
 
     class Meta:
         constraints = [

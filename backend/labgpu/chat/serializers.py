@@ -32,6 +32,7 @@ class ChatChannelSerializer(serializers.ModelSerializer):
             "events",
             "language",
             "timezone",
+            "enabled",
             "last_delivery_status",
             "created_at",
         ]
@@ -76,6 +77,8 @@ class ChatChannelCreateSerializer(serializers.Serializer):
 
 
 class ChatChannelUpdateSerializer(serializers.Serializer):
+    """What the owner may change; the kind and the owner stay what they were made."""
+
     name = serializers.CharField(max_length=100, required=False)
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=SUBSCRIBABLE_EVENTS),
@@ -83,6 +86,32 @@ class ChatChannelUpdateSerializer(serializers.Serializer):
         max_length=len(SUBSCRIBABLE_EVENTS),
     )
     language = serializers.ChoiceField(choices=LANGUAGES, required=False)
+    enabled = serializers.BooleanField(
+        required=False, help_text="Off: nothing is posted (test messages still are)."
+    )
+    url = serializers.CharField(
+        max_length=MAX_URL,
+        required=False,
+        write_only=True,
+        help_text="A new webhook URL replacing the stored one (never shown again).",
+    )
+    secret = serializers.CharField(
+        max_length=MAX_SECRET,
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        help_text="A new signing secret replacing the stored one (never shown again).",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        # A field this serializer does not take (kind, lab, user, hint…) would be ignored
+        # silently; say so instead, so a client never believes it changed the owner.
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: ["This field cannot be changed."] for name in unknown[:10]}
+            )
+        return attrs
 
 
 class ChatDeliverySerializer(serializers.ModelSerializer):

@@ -50,6 +50,21 @@ def _clean_events(events: list[str] | None) -> list[str]:
     return [event for event in SUBSCRIBABLE_EVENTS if event in events]
 
 
+def _check_secret(kind: str, secret: str) -> None:
+    if len(secret) > kinds.MAX_SECRET:
+        raise ApplicationError(
+            f"The secret is longer than {kinds.MAX_SECRET} characters.",
+            code="invalid_secret",
+            field="secret",
+        )
+    if kind == ChatChannel.Kind.WEBHOOK and len(secret) < 16:
+        raise ApplicationError(
+            "A generic webhook needs a signing secret of at least 16 characters.",
+            code="invalid_secret",
+            field="secret",
+        )
+
+
 @transaction.atomic
 def channel_create(
     *,
@@ -69,18 +84,7 @@ def channel_create(
         raise ApplicationError(f"Unknown kind {kind!r}.", code="invalid_kind", field="kind")
     if lab is not None:
         require_lab_admin(actor=actor, lab=lab)
-    if len(secret) > kinds.MAX_SECRET:
-        raise ApplicationError(
-            f"The secret is longer than {kinds.MAX_SECRET} characters.",
-            code="invalid_secret",
-            field="secret",
-        )
-    if kind == ChatChannel.Kind.WEBHOOK and len(secret) < 16:
-        raise ApplicationError(
-            "A generic webhook needs a signing secret of at least 16 characters.",
-            code="invalid_secret",
-            field="secret",
-        )
+    _check_secret(kind, secret)
     url = url.strip()
     kinds.validate_url(kind, url)
     if timezone and timezone not in zoneinfo.available_timezones():
@@ -115,20 +119,48 @@ def channel_update(
     name: str | None = None,
     events: list[str] | None = None,
     language: str | None = None,
+    enabled: bool | None = None,
+    url: str | None = None,
+    secret: str | None = None,
 ) -> ChatChannel:
+    """Change what `channel` is sent and how it reads. A new `url` or `secret` replaces the sealed
+    one (checked as at creation) and, like it, is never shown; the audit names what changed,
+    never a secret's value."""
     require_channel_manager(actor=actor, channel=channel)
-    fields = []
-    if name is not None:
-        channel.name = name.strip()[:100] or channel.name
-        fields.append("name")
-    if events is not None:
-        channel.events = _clean_events(events)
-        fields.append("events")
-    if language is not None:
-        channel.language = language
-        fields.append("language")
-    if fields:
-        channel.save(update_fields=[*fields, "updated_at"])
+    changed: dict[str, Any] = {}
+    if name is not None and name.strip()[:100] and name.strip()[:100] != channel.name:
+        channel.name = changed["name"] = name.strip()[:100]
+    if events is not None and _clean_events(events) != channel.events:
+        channel.events = changed["events"] = _clean_events(events)
+    if language is not None and language != channel.language:
+        channel.language = changed["language"] = language
+    if enabled is not None and enabled != channel.enabled:
+        channel.enabled = changed["enabled"] = enabled
+    fields = list(changed)
+    if url is not None or secret is not None:
+        box = crypto.unseal(channel.secret_box)
+        if url is not None:
+            box["url"] = url.strip()
+            kinds.validate_url(channel.kind, box["url"])
+            channel.hint = kinds.hint(box["url"])
+            changed["url"] = f"replaced ({channel.hint})"
+            fields.append("hint")
+        if secret is not None:
+            _check_secret(channel.kind, secret)
+            box["secret"] = secret
+            changed["secret"] = "replaced"
+        channel.secret_box = crypto.seal(box)
+        fields.append("secret_box")
+    if not changed:
+        return channel
+    channel.save(update_fields=[*fields, "updated_at"])
+    audit_record(
+        actor=actor,
+        action="chat_channel.update",
+        target=channel,
+        lab=channel.lab,
+        data={"changes": changed},
+    )
     return channel
 
 
@@ -185,7 +217,7 @@ def chat_notify(
         return 0
     try:
         with transaction.atomic():
-            channels = ChatChannel.objects.filter(owners, events__contains=[event])
+            channels = ChatChannel.objects.filter(owners, enabled=True, events__contains=[event])
             return len([_queue(channel, event, context) for channel in channels])
     except Exception:
         logger.exception("could not queue chat event %s", event)

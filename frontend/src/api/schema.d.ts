@@ -1900,6 +1900,7 @@ export interface components {
             readonly events: components["schemas"]["EventsEnum"][];
             readonly language: components["schemas"]["LanguageEnum"];
             readonly timezone: string;
+            readonly enabled: boolean;
             readonly last_delivery_status: string | null;
             /** Format: date-time */
             readonly created_at: string;
@@ -2639,10 +2640,17 @@ export interface components {
             end?: string;
             reason?: string;
         };
+        /** @description What the owner may change; the kind and the owner stay what they were made. */
         PatchedChatChannelUpdateRequest: {
             name?: string;
             events?: components["schemas"]["EventsEnum"][];
             language?: components["schemas"]["LanguageEnum"];
+            /** @description Off: nothing is posted (test messages still are). */
+            enabled?: boolean;
+            /** @description A new webhook URL replacing the stored one (never shown again). */
+            url?: string;
+            /** @description A new signing secret replacing the stored one (never shown again). */
+            secret?: string;
         };
         PatchedGroupMappingRequest: {
             group?: string;

@@ -462,3 +462,128 @@ def test_ready_message_gives_the_notebook_tunnel_but_never_its_token(alice, visi
     assert f"ssh -N -L 8888:127.0.0.1:8888 root@{node.public_ip}" in text
     assert token not in text and "token=" not in text
 
+
+# --- Editing a channel ----------------------------------------------------------------------------
+
+
+def _webhook(client, sink, path="/old") -> dict:
+    response = client.post(
+        "/api/v1/chat-channels/",
+        {"kind": "webhook", "name": "hook", "url": f"{sink.base_url}{path}", "secret": SECRET},
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def test_owner_edits_a_channel_and_replaces_its_secret_which_is_never_shown(
+    as_alice, alice, sink
+):
+    from labgpu.audit.models import AuditEvent
+    from labgpu.core.timeutils import now
+
+    created = _webhook(as_alice, sink)
+    assert created["enabled"] is True
+    new_secret = "another-signing-secret-0123456789"
+    response = as_alice.patch(
+        f"/api/v1/chat-channels/{created['id']}/",
+        {
+            "name": "renamed",
+            "events": ["idle_warning"],
+            "language": "zh-hans",
+            "enabled": False,
+            "url": f"{sink.base_url}/new",
+            "secret": new_secret,
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    data = response.json()
+    assert (data["name"], data["events"], data["language"], data["enabled"]) == (
+        "renamed",
+        ["idle_warning"],
+        "zh-hans",
+        False,
+    )
+    assert data["hint"].endswith("/new")
+    assert "url" not in data and "secret" not in data and new_secret not in str(data)
+    (event,) = AuditEvent.objects.filter(action="chat_channel.update")
+    assert set(event.data["changes"]) == {"name", "events", "language", "enabled", "url", "secret"}
+    assert new_secret not in str(event.data) and SECRET not in str(event.data)
+
+    # Off: events are not posted. A test message still goes, to the new URL, signed anew.
+    idle = {"booking_id": 1, "idle_minutes": 10, "ends_at": now(), "url": "http://x/b/1"}
+    assert services.chat_notify("idle_warning", user=alice, context=idle) == 0
+    assert _send_test(ChatChannel.objects.get(pk=created["id"]), alice).status == "sent"
+    (request,) = sink.requests
+    assert request.path == "/new"
+    header = dict(part.split("=", 1) for part in request.headers["x-labgpu-signature"].split(","))
+    signed = header["t"].encode() + b"." + request.body
+    assert header["v1"] == hmac.new(new_secret.encode(), signed, hashlib.sha256).hexdigest()
+    # On again: the events it subscribes to are posted.
+    on = as_alice.patch(f"/api/v1/chat-channels/{created['id']}/", {"enabled": True}, format="json")
+    assert on.json()["enabled"] is True
+    assert services.chat_notify("idle_warning", user=alice, context=idle) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": ""}, "name"),
+        ({"name": "x" * 101}, "name"),
+        ({"events": ["booking_ready", "nope"]}, "events"),
+        ({"events": "booking_ready"}, "events"),
+        ({"language": "fr"}, "language"),
+        ({"enabled": "maybe"}, "enabled"),
+        ({"enabled": None}, "enabled"),
+        ({"url": "https://10.0.0.1/in"}, "url"),
+        ({"url": "http://127.0.0.1:9/in"}, "url"),
+        ({"url": "file:///etc/passwd"}, "url"),
+        ({"url": "https://example.org/" + "a" * 3000}, "url"),
+        ({"secret": "short"}, "secret"),
+        ({"secret": ""}, "secret"),
+        ({"secret": "s" * 201}, "secret"),
+        ({"kind": "slack"}, "kind"),
+        ({"lab": 1}, "lab"),
+        ({"user": 1, "name": "fine"}, "user"),
+    ],
+)
+def test_hostile_channel_edits_are_a_400_naming_the_field_and_change_nothing(
+    as_alice, sink, settings, body, field
+):
+    from labgpu.audit.models import AuditEvent
+
+    created = _webhook(as_alice, sink)
+    before = ChatChannel.objects.values().get(pk=created["id"])
+    settings.LABGPU_CHAT_ALLOW_LOOPBACK = False
+    response = as_alice.patch(f"/api/v1/chat-channels/{created['id']}/", body, format="json")
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["extra"]["fields"]
+    assert ChatChannel.objects.values().get(pk=created["id"]) == before
+    assert not AuditEvent.objects.filter(action="chat_channel.update").exists()
+
+
+def test_only_the_channels_manager_edits_it(as_alice, as_bob, as_mallory, vision_lab, sink):
+    mine = _webhook(as_alice, sink)
+    labs = as_bob.post(
+        "/api/v1/chat-channels/",
+        {
+            "kind": "slack",
+            "name": "lab",
+            "url": f"{sink.base_url}/services/a/b/c",
+            "lab": vision_lab.pk,
+        },
+        format="json",
+    ).json()
+
+    def rename(client, channel) -> int:
+        url = f"/api/v1/chat-channels/{channel['id']}/"
+        return client.patch(url, {"name": "taken over"}, format="json").status_code
+
+    assert rename(as_mallory, mine) == rename(as_bob, mine) == rename(as_alice, labs) == 404
+    assert not ChatChannel.objects.filter(name="taken over").exists()
+    assert rename(as_bob, labs) == 200
+    not_json = as_alice.generic(
+        "PATCH", f"/api/v1/chat-channels/{mine['id']}/", "{name:", content_type="application/json"
+    )
+    assert not_json.status_code == 400 and not_json.json()["code"]
