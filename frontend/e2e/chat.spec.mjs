@@ -141,6 +141,70 @@ describe('chat channels', () => {
     await alice.context.close()
   })
 
+  it('the owner edits a channel: a bad URL is refused, then renamed, turned off, its secret replaced unseen', async () => {
+    const alice = await signIn(browser, 'alice')
+    const page = alice.page
+    const token = `edit${Date.now()}`
+    const made = await apiCall(alice.context, 'POST', '/api/v1/chat-channels/', {
+      kind: 'webhook', name: 'e2e edit me', url: `${receiver.url}/in/${token}`, secret: SECRET,
+    })
+    assert.equal(made.status, 201, JSON.stringify(made.body))
+    cleanup.push(() => apiCall(alice.context, 'DELETE', `/api/v1/chat-channels/${made.body.id}/`))
+    await page.goto('/chat-channels')
+    await settle(page)
+    const row = page.locator(`[data-channel-id="${made.body.id}"]`)
+    await row.locator('[data-testid=chat-edit]').click()
+    const form = page.locator('[data-testid=chat-edit-form]')
+    await form.waitFor()
+    assert.equal(await page.inputValue('#chat-edit-name'), 'e2e edit me')
+    assert.equal(await page.inputValue('#chat-edit-url'), '', 'the stored URL is never shown')
+    assert.equal(await page.inputValue('#chat-edit-secret'), '', 'the stored secret is never shown')
+    assert.deepEqual(await seriousViolations(page), [])
+
+    // A private address is refused under the field; nothing changes.
+    await page.fill('#chat-edit-url', 'https://10.0.0.1/hook')
+    await page.click('[data-testid=chat-edit-submit]')
+    await page.locator('[data-testid=field-error][data-field=chat-edit-url]').waitFor()
+    const unchanged = (await apiCall(alice.context, 'GET', `/api/v1/chat-channels/${made.body.id}/`)).body
+    assert.deepEqual(unchanged, { ...made.body, last_delivery_status: null })
+
+    const newSecret = 'e2e-replaced-signing-secret-7'
+    await page.fill('#chat-edit-url', '')
+    await page.fill('#chat-edit-name', 'e2e edited')
+    await page.selectOption('#chat-edit-language', 'zh-hans')
+    await page.uncheck('#chat-edit-enabled')
+    await form.getByLabel('Quota at 80 % / 100 %').uncheck()
+    await page.fill('#chat-edit-secret', newSecret)
+    await page.click('[data-testid=chat-edit-submit]')
+    await form.waitFor({ state: 'detached' })
+    await row.locator('[data-testid=chat-off]').waitFor()
+    assert.match(await row.textContent(), /e2e edited/)
+    const after = (await apiCall(alice.context, 'GET', `/api/v1/chat-channels/${made.body.id}/`)).body
+    assert.equal(after.name, 'e2e edited')
+    assert.equal(after.language, 'zh-hans')
+    assert.equal(after.enabled, false)
+    assert.equal(after.hint, made.body.hint, 'an empty URL field keeps the URL')
+    assert.ok(!after.events.includes('quota_threshold') && after.events.includes('idle_warning'))
+    assert.ok(!JSON.stringify(after).includes(newSecret))
+    assert.ok(!(await page.content()).includes(newSecret), 'the page never shows the new secret')
+
+    // A test message still goes while it is off, signed with the new secret, in Chinese.
+    const before = receiver.received.length
+    await row.locator('[data-testid=chat-test]').click()
+    await page.locator('[data-testid=chat-log-card] [data-testid=chat-delivery-status]').first().waitFor()
+    await djangoAsync(
+      `from labgpu.chat.models import ChatDelivery\nfrom labgpu.chat.services import delivery_attempt\n` +
+        `[delivery_attempt(delivery_id=d.pk) for d in ChatDelivery.objects.filter(channel_id=${made.body.id}, status="pending")]`,
+    )
+    assert.equal(receiver.received.length, before + 1)
+    const got = receiver.received.at(-1)
+    assert.equal(got.path, `/in/${token}`)
+    const sig = Object.fromEntries(got.headers['x-labgpu-signature'].split(',').map((p) => p.split('=')))
+    assert.equal(sig.v1, createHmac('sha256', newSecret).update(`${sig.t}.`).update(got.body).digest('hex'))
+    assert.match(JSON.parse(got.body.toString('utf8')).title, /测试消息/)
+    await alice.context.close()
+  })
+
   it('a lab admin can give a channel to the lab; a member only to themselves', async () => {
     const bob = await signIn(browser, 'bob')
     await bob.page.goto('/chat-channels')

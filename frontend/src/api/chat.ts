@@ -1,5 +1,17 @@
 import { api, unwrap } from './client'
-import type { ChatChannel, ChatChannelCreate, ChatDelivery } from './types'
+import type { ChatChannel, ChatChannelCreate, ChatChannelUpdate, ChatDelivery, ChatEvent } from './types'
+
+/** The events a channel can subscribe to, in the order the forms list them. */
+export const CHAT_EVENTS: ChatEvent[] = [
+  'booking_ready',
+  'booking_ending_soon',
+  'booking_failed',
+  'approval_needed',
+  'booking_decided',
+  'quota_threshold',
+  'idle_warning',
+  'volume_near_full',
+]
 
 /** Your chat channels and those of the labs you administer. */
 export function listChatChannels(): Promise<ChatChannel[]> {
@@ -9,6 +21,11 @@ export function listChatChannels(): Promise<ChatChannel[]> {
 /** A new channel; its URL and secret are stored encrypted and never come back. */
 export function createChatChannel(input: ChatChannelCreate): Promise<ChatChannel> {
   return unwrap(api.POST('/api/v1/chat-channels/', { body: input }))
+}
+
+/** Change a channel; a new `url` or `secret` replaces the stored one, which never comes back. */
+export function updateChatChannel(id: number, input: ChatChannelUpdate): Promise<ChatChannel> {
+  return unwrap(api.PATCH('/api/v1/chat-channels/{id}/', { params: { path: { id } }, body: input }))
 }
 
 export async function deleteChatChannel(id: number): Promise<void> {
