@@ -9,6 +9,7 @@ from labgpu.api.parsers import SafeJSONParser
 from labgpu.api.permissions import BASE_PERMISSIONS, SITE_ADMIN
 from labgpu.bookings.selectors import bookings_visible_to
 from labgpu.catalog.models import InstanceType
+from labgpu.core.errors import ApplicationError
 from labgpu.health import services
 from labgpu.health.authentication import (
     BootstrapTokenAuthentication,
@@ -170,6 +171,10 @@ class BookingKeepView(APIView):
 
     @extend_schema(request=None, responses=BookingUtilisationSerializer)
     def post(self, request: Request, pk: int) -> Response:
+        # Keep takes no body: one sent is a client that means something else (read as JSON, so a
+        # malformed one is a 400 too).
+        if request.data:
+            raise ApplicationError("Keep takes no request body.", code="unexpected_body")
         booking = get_object_or_404(bookings_visible_to(request.user), pk=pk)
         booking_keep(actor=request.user, booking=booking)
         return Response(BookingUtilisationSerializer(booking_utilisation(booking)).data)

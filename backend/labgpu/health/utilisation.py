@@ -118,13 +118,21 @@ def utilisation_record(*, node: Node, usage: Usage) -> UtilisationSample | None:
 
 @transaction.atomic
 def booking_keep(*, actor: Any, booking: Booking) -> BookingUtilisation:
-    """The owner says the node is in use: lift the idle warning and restart the idle clock."""
+    """The owner says the node is in use: lift the idle warning and restart the idle clock.
+
+    Only a warned booking can be kept: a keep without a warning (or a second one) would restart
+    the idle clock unasked, so it is refused and nothing is written."""
     if not booking_changeable_by(actor, booking):
         raise NotPermitted("You cannot keep this booking.", code="not_your_booking")
     if booking.status != Booking.Status.READY:
         raise Conflict(f"A {booking.status} booking cannot be kept.", code="invalid_status")
     moment = now()
-    totals, _ = BookingUtilisation.objects.select_for_update().get_or_create(booking=booking)
+    totals = BookingUtilisation.objects.select_for_update().filter(booking=booking).first()
+    if totals is None or totals.idle_warned_at is None:
+        raise Conflict(
+            "This booking has no idle warning to answer: it is not about to end.",
+            code="not_idle_warned",
+        )
     totals.kept_at = totals.last_active_at = moment
     totals.idle_warned_at = None
     totals.save(update_fields=["kept_at", "last_active_at", "idle_warned_at"])

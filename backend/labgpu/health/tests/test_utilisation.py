@@ -287,3 +287,81 @@ def test_owner_sees_live_utilisation_and_other_labs_do_not(ready, clock, alice, 
     other = APIClient()
     other.force_authenticate(mallory)
     assert other.get(f"/api/v1/bookings/{booking.pk}/utilisation/").status_code == 404
+
+
+# --- keep, hostile ------------------------------------------------------------------------------
+
+
+def _keep_state(booking) -> tuple:
+    """What a keep would write: the booking's totals and the audit of keeps."""
+    totals = BookingUtilisation.objects.filter(booking=booking).values().first()
+    return totals, AuditEvent.objects.filter(action="booking.idle_keep").count()
+
+
+@pytest.fixture
+def warned(ready, clock):
+    booking, agent = ready
+    enable_policy(booking)
+    beat_for(agent, clock, 31, **IDLE)
+    assert bookings_reclaim_idle()["warned"] == 1
+    return booking
+
+
+def test_keep_on_someone_elses_booking_is_refused_and_writes_nothing(warned, mallory, vision_lab):
+    from labgpu.accounts.tests.factories import MembershipFactory, UserFactory
+
+    labmate = UserFactory(username="ivan")
+    MembershipFactory(user=labmate, lab=vision_lab)
+    before = _keep_state(warned)
+    for person, status, code in ((mallory, 404, "not_found"), (labmate, 403, "not_your_booking")):
+        client = APIClient()
+        client.force_authenticate(person)
+        response = client.post(f"/api/v1/bookings/{warned.pk}/keep/")
+        assert response.status_code == status, response.content
+        assert response.json()["code"] == code
+    assert _keep_state(warned) == before
+
+
+def test_keep_without_a_warning_or_twice_is_a_409_and_writes_nothing(ready, clock, alice):
+    booking, agent = ready
+    enable_policy(booking)
+    beat_for(agent, clock, 5)  # busy: no warning
+    owner = APIClient()
+    owner.force_authenticate(alice)
+    before = _keep_state(booking)
+    response = owner.post(f"/api/v1/bookings/{booking.pk}/keep/")
+    assert response.status_code == 409, response.content
+    assert response.json()["code"] == "not_idle_warned"
+    assert _keep_state(booking) == before
+
+    beat_for(agent, clock, 31, **IDLE)
+    assert bookings_reclaim_idle()["warned"] == 1
+    assert owner.post(f"/api/v1/bookings/{booking.pk}/keep/").status_code == 200
+    kept = _keep_state(booking)
+    again = owner.post(f"/api/v1/bookings/{booking.pk}/keep/")
+    assert again.status_code == 409 and again.json()["code"] == "not_idle_warned"
+    assert _keep_state(booking) == kept
+    assert kept[1] == 1
+
+
+def test_keep_with_a_wrong_method_or_a_body_is_a_json_4xx_and_writes_nothing(warned, alice):
+    owner = APIClient()
+    owner.force_authenticate(alice)
+    url = f"/api/v1/bookings/{warned.pk}/keep/"
+    before = _keep_state(warned)
+    for method in ("get", "put", "patch", "delete"):
+        response = getattr(owner, method)(url)
+        assert response.status_code == 405, (method, response.content)
+        assert response.json()["code"]
+    bodies = [
+        owner.post(url, {"keep": True, "until": "forever"}, format="json"),
+        owner.post(url, "[1, 2", content_type="application/json"),
+        owner.post(url, '"yes"', content_type="application/json"),
+        owner.post(url, "keep=1", content_type="text/plain"),
+    ]
+    for response in bodies:
+        assert 400 <= response.status_code < 500, response.content
+        assert response["Content-Type"].startswith("application/json")
+        assert response.json()["code"]
+    assert _keep_state(warned) == before
+    assert owner.post(url).status_code == 200  # the same booking, asked plainly: kept
