@@ -4,6 +4,7 @@ import { createI18n } from 'vue-i18n'
 import { createMemoryHistory, createRouter } from 'vue-router'
 import type { Component } from 'vue'
 
+import { PLURAL_RULES } from '@/i18n'
 import en from '@/i18n/en.json'
 import zhCN from '@/i18n/zh-CN.json'
 import type { Me } from '@/api/types'
@@ -30,7 +31,7 @@ export function mountWithApp<C extends Component>(
   setActivePinia(pinia)
   const session = useSessionStore()
   if (options.me !== null) session.setMe(options.me ?? alice)
-  const i18n = createI18n({ legacy: false, locale: options.locale ?? 'en', fallbackLocale: 'en', messages: { en, 'zh-CN': zhCN } })
+  const i18n = createI18n({ legacy: false, locale: options.locale ?? 'en', fallbackLocale: 'en', messages: { en, 'zh-CN': zhCN }, pluralRules: PLURAL_RULES })
   const router = createRouter({
     history: createMemoryHistory(),
     routes: [{ path: '/:p(.*)*', name: 'any', component: { template: '<div />' } }],

@@ -40,11 +40,18 @@ function safeStorageGet(): string | null {
   }
 }
 
+/**
+ * How a count picks a message's form (`t(key, n)`). English keeps vue-i18n's default (one form for
+ * 1, another for the rest); Chinese has one plural form, so its counted messages have one.
+ */
+export const PLURAL_RULES = { 'zh-CN': () => 0 }
+
 export const i18n = createI18n<[MessageSchema], AppLocale, false>({
   legacy: false,
   locale: detectLocale(),
   fallbackLocale: 'en',
   messages: { en, 'zh-CN': zhCN },
+  pluralRules: PLURAL_RULES,
 })
 
 export function setLocale(locale: AppLocale, remember = true): void {

@@ -2,10 +2,11 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { describe, expect, it } from 'vitest'
+import { createI18n } from 'vue-i18n'
 
 import en from '../en.json'
 import zhCN from '../zh-CN.json'
-import { detectLocale, matchLocale, toApiLanguage } from '../index'
+import { PLURAL_RULES, detectLocale, matchLocale, toApiLanguage } from '../index'
 
 function keys(obj: object, prefix = ''): string[] {
   return Object.entries(obj).flatMap(([k, v]) =>
@@ -60,5 +61,25 @@ describe('language choice', () => {
     expect(matchLocale('zh-hans')).toBe('zh-CN')
     expect(toApiLanguage('zh-CN')).toBe('zh-hans')
     expect(toApiLanguage('en')).toBe('en')
+  })
+})
+
+describe('counted messages', () => {
+  const i18n = (locale: 'en' | 'zh-CN') =>
+    createI18n({ legacy: false, locale, fallbackLocale: 'en', messages: { en, 'zh-CN': zhCN }, pluralRules: PLURAL_RULES }).global
+
+  it('say one booking and one member in English, not "1 bookings"', () => {
+    const { t } = i18n('en')
+    expect(t('blackouts.clashNote', 1)).toMatch(/^1 booking overlaps this window; its owner was emailed\./)
+    expect(t('blackouts.clashNote', 3)).toMatch(/^3 bookings overlap this window; their owners were emailed\./)
+    expect(t('siteadmin.memberCount', 1)).toBe('1 member')
+    expect(t('siteadmin.memberCount', 4)).toBe('4 members')
+  })
+
+  it('have one form in Chinese, whatever the count', () => {
+    const { t } = i18n('zh-CN')
+    expect(t('blackouts.clashNote', 1)).toMatch(/^有 1 个预约与此时段重叠/)
+    expect(t('blackouts.clashNote', 2)).toMatch(/^有 2 个预约与此时段重叠/)
+    expect(t('siteadmin.memberCount', 1)).toBe('1 名成员')
   })
 })
