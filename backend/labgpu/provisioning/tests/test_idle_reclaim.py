@@ -62,3 +62,30 @@ def test_idle_node_is_warned_comes_back_then_goes_idle_and_its_booking_ends_earl
     assert "idle" in detail["end_reason"]
     wait_for(lambda: "looks idle" in lifecycle.mails(), timeout_s=30, message="the warning mail")
     wait_for(lambda: "ended early" in lifecycle.mails(), timeout_s=30, message="the end mail")
+
+
+def test_the_demos_idle_tag_alone_sends_a_busy_node_idle_and_its_booking_is_warned(
+    lifecycle, alice, settings
+):
+    """`make run`'s demo: no control file, only the emulator's idle tag (the Procfile's
+    `--idle-after labgpu-type-…=N`, here set as its fault) — the real agent reports use, then after
+    N heartbeats idle GPUs and no session, and the pool's idle policy warns the booking."""
+    from labgpu.health.models import UtilisationSample
+
+    settings.LABGPU_UTILISATION_SAMPLE_MIN_S = 0  # every heartbeat a sample (the API runs here)
+    lifecycle.pool.idle_reclaim_minutes = 6  # 3 s
+    lifecycle.pool.idle_grace_minutes = 1440  # 12 min: it stays warned, not ended, here
+    lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes"])
+    tag = f"labgpu-type-{lifecycle.pool.instance_type.slug}"
+    lifecycle.emulator.set_faults(idle_after={tag: 2})
+    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S="0.5")
+    booking_id = create_booking(alice, lifecycle.pool)
+    wait_status(lifecycle, booking_id, "ready")
+
+    wait_for(lambda: (t := totals(booking_id)) and t.idle_warned_at, timeout_s=90, message="warned")
+    samples = UtilisationSample.objects.filter(booking_id=booking_id).order_by("at")
+    assert samples.filter(utilisation_pct__gte=35, active=True).exists(), "busy at first"
+    assert samples.last().utilisation_pct == 0 and samples.last().ssh_sessions == 0
+    assert not control_file(lifecycle).exists()
+    assert Booking.objects.get(pk=booking_id).status == "ready"
+    assert AuditEvent.objects.filter(action="booking.idle_warning").count() == 1
