@@ -255,16 +255,16 @@ def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> N
             }
             body = _("Lab admins can request more quota in LabGPU.")
         _send(user, subject, body)
-    chat_notify(
-        "quota_threshold",
-        lab=lab,
-        context={
-            "lab": lab.name,
-            "percent": percent,
-            "instance_type": instance_type.name,
-            "month": month.strftime("%Y-%m"),
-        },
-    )
+    context = {
+        "lab": lab.name,
+        "percent": percent,
+        "instance_type": instance_type.name,
+        "month": month.strftime("%Y-%m"),
+    }
+    # The lab's channels, and each recipient's (its lab admins') own, like approval_needed.
+    chat_notify("quota_threshold", lab=lab, context=context)
+    for user in recipients:
+        chat_notify("quota_threshold", user=user, context=context)
 
 
 def booking_capacity_warning(booking: Booking, *, regions: list[str], recipients) -> None:  # type: ignore[no-untyped-def]

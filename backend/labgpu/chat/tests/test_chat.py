@@ -248,6 +248,26 @@ def test_approval_needed_reaches_each_lab_admins_own_channels_in_their_language(
     assert [d.channel.name for d in asked] == ["vera"]
 
 
+def test_quota_threshold_reaches_the_lab_and_its_admins_own_channels(
+    alice, bob, vision_lab, instance_type, channel_at
+):
+    from datetime import date
+
+    lab = channel_at(bob, "/lab", kind="webhook", name="lab", lab=vision_lab)
+    bobs = channel_at(bob, "/bob", kind="webhook", name="bob", language="zh-hans")
+    alices = channel_at(alice, "/alice", kind="webhook", name="alice")
+    notifications.quota_threshold(
+        lab=vision_lab,
+        instance_type=instance_type,
+        month=date(2026, 12, 1),
+        percent=80,
+        recipients=[bob],
+    )
+    got = {d.channel_id: d for d in ChatDelivery.objects.filter(event="quota_threshold")}
+    assert set(got) == {lab.pk, bobs.pk} and alices.pk not in got
+    assert "80" in got[bobs.pk].title and vision_lab.name in got[bobs.pk].title
+
+
 def test_ready_message_carries_the_ssh_command(alice, vision_lab, channel_at):
     mine = channel_at(alice)
     booking = BookingFactory(user=alice, lab=vision_lab, status="ready")
