@@ -4,6 +4,7 @@ the health parsers, and fixture mode's varying numbers that go idle and come bac
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from labgpu_agent.collect import facts_from_outputs, load_fixture_profile
 from labgpu_agent.parsers import parse
@@ -13,6 +14,7 @@ from labgpu_agent.usage import (
     count_processes_nvidia_q,
     count_processes_nvidia_xml,
     count_ssh_sessions,
+    data_disk_usage,
     usage_from_facts,
 )
 
@@ -101,3 +103,31 @@ def test_fixture_mode_idle_after_n_heartbeats_for_the_demo(tmp_path):
     usage.idle_after = 2
     utils = [usage.sample()["gpus"][0]["utilisation_pct"] for _ in range(4)]
     assert utils[0] > 0 and utils[1] > 0 and utils[2:] == [0, 0]
+
+
+def test_data_disk_usage_counts_like_df_and_only_on_a_mounted_volume(monkeypatch):
+    stats = SimpleNamespace(f_blocks=1000, f_bfree=250, f_frsize=4096)
+    monkeypatch.setattr("labgpu_agent.usage.os.statvfs", lambda path: stats)
+    monkeypatch.setattr("labgpu_agent.usage.os.path.ismount", lambda path: path == "/data")
+
+    assert data_disk_usage() == {"used_bytes": 750 * 4096, "total_bytes": 1000 * 4096}
+    assert data_disk_usage("/srv") is None  # a bare directory: its numbers are the boot disk's
+
+
+def test_data_disk_usage_gives_none_when_the_filesystem_cannot_be_read(monkeypatch):
+    def broken(path):
+        raise OSError("stale file handle")
+
+    monkeypatch.setattr("labgpu_agent.usage.os.path.ismount", lambda path: True)
+    monkeypatch.setattr("labgpu_agent.usage.os.statvfs", broken)
+    assert data_disk_usage() is None
+    monkeypatch.setattr(
+        "labgpu_agent.usage.os.statvfs",
+        lambda path: SimpleNamespace(f_blocks=0, f_bfree=0, f_frsize=4096),
+    )
+    assert data_disk_usage() is None
+
+
+def test_data_disk_usage_of_a_real_mount_is_within_its_total():
+    data = data_disk_usage("/")  # the root is always a mount point
+    assert data is not None and 0 <= data["used_bytes"] <= data["total_bytes"]

@@ -415,6 +415,9 @@ LABGPU_VOLUME_PRICE_GB_MONTH = os.environ.get("LABGPU_VOLUME_PRICE_GB_MONTH", "0
 LABGPU_VOLUME_ACTION_WAIT_S = float(os.environ.get("LABGPU_VOLUME_ACTION_WAIT_S", "60"))
 # How long a graceful shutdown (which syncs and unmounts /data) may take before a power_off.
 LABGPU_VOLUME_SHUTDOWN_WAIT_S = float(os.environ.get("LABGPU_VOLUME_SHUTDOWN_WAIT_S", "60"))
+# Tell a volume's owner (in the app, by e-mail, in chat: `volume_near_full`) once when /data, as
+# its node's agent reports it, is at least this full (percent); re-armed 5 points below.
+LABGPU_VOLUME_NEAR_FULL_PCT = float(os.environ.get("LABGPU_VOLUME_NEAR_FULL_PCT", "90"))
 # Stock-outs: how far ahead of a start to check the provider shows the size somewhere (and warn),
 # how long after the start a booking may wait for capacity before it fails, and how often to retry.
 LABGPU_PREFLIGHT_S = int(os.environ.get("LABGPU_PREFLIGHT_S", str(2 * 3600)))

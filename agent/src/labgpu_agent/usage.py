@@ -31,6 +31,8 @@ USAGE_TIMEOUT_S = 10
 # A row of the process table in `amd-smi`'s default view: `|    0       1823  N/A  …  0.0 % |`.
 _AMD_PROCESS_ROW = re.compile(r"^\|\s+\d+\s+\d+\s+\S.*\|$")
 IDLE_WORDS = ("idle",)
+# Where cloud-init mounts the persistent volume (backend labgpu/providers/cloudinit.py).
+DATA_MOUNT = "/data"
 
 
 def count_processes_amd_default(text: str) -> int | None:
@@ -71,6 +73,23 @@ def count_ssh_sessions(ss_output: str) -> int:
     Counting connections rather than utmp entries also sees sessions without a terminal
     (`ssh host cmd`, VS Code Remote, scp), which keep a researcher's work alive just the same."""
     return sum(1 for line in ss_output.splitlines() if line.strip())
+
+
+def data_disk_usage(path: str = DATA_MOUNT) -> dict[str, int] | None:
+    """`/data`'s used and total bytes as `df` counts them (statvfs: used = blocks − free), or
+    None when no volume is mounted there: the bare directory's numbers would be the boot disk's
+    (a pool without persistent data, or cloud-init has not mounted it yet)."""
+    try:
+        if not os.path.ismount(path):
+            return None
+        stats = os.statvfs(path)
+    except OSError:
+        return None
+    total = stats.f_blocks * stats.f_frsize
+    if total <= 0:
+        return None
+    used = max(0, (stats.f_blocks - stats.f_bfree) * stats.f_frsize)
+    return {"used_bytes": used, "total_bytes": total}
 
 
 def gpu_usage(gpu: GpuFacts, position: int) -> dict[str, Any]:
@@ -135,7 +154,11 @@ def collect_usage_live() -> dict[str, Any]:
     if shutil.which("ss"):
         ss = _run_text(("ss", "-Htn", "state", "established", "( sport = :22 )"))
         sessions = count_ssh_sessions(ss) if ss is not None else None
-    return usage_from_facts(facts or Facts(), gpu_processes=processes, ssh_sessions=sessions)
+    usage = usage_from_facts(facts or Facts(), gpu_processes=processes, ssh_sessions=sessions)
+    data = data_disk_usage()
+    if data is not None:
+        usage["data"] = data
+    return usage
 
 
 @dataclass

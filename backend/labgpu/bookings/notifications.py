@@ -267,6 +267,29 @@ def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> N
         chat_notify("quota_threshold", user=user, context=context)
 
 
+def volume_near_full(  # type: ignore[no-untyped-def]
+    *, volume: str, region: str, size_gb: int, percent: int, user, lab, recipients
+) -> None:
+    """A persistent volume crossed LABGPU_VOLUME_NEAR_FULL_PCT (once per crossing)."""
+    for person in recipients:
+        with translation.override(person.language):
+            subject = _("Volume %(volume)s is %(percent)s%% full") % {
+                "volume": volume,
+                "percent": percent,
+            }
+            body = _("%(size)s GB in %(region)s. Delete data or ask a lab admin for more.") % {
+                "size": size_gb,
+                "region": region,
+            }
+        _send(person, subject, body)
+    chat_notify(
+        "volume_near_full",
+        user=user,
+        lab=lab,
+        context={"volume": volume, "used_percent": percent, "size_gb": size_gb, "region": region},
+    )
+
+
 def booking_capacity_warning(booking: Booking, *, regions: list[str], recipients) -> None:  # type: ignore[no-untyped-def]
     """Ahead of the start, no region the pool may use shows the size available."""
     for user in recipients:

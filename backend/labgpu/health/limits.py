@@ -194,6 +194,16 @@ HEARTBEAT_GPU_BOUNDS: dict[str, tuple[float, float]] = {
     "power_w": (0, 10_000),
 }
 HEARTBEAT_COUNT_BOUNDS: dict[str, int] = {"gpu_processes": 1_000_000, "ssh_sessions": 100_000}
+# `/data` in bytes: DigitalOcean's largest volume is 16 TiB; past 64 TiB it is not our volume.
+MAX_DATA_BYTES = 64 * 2**40
+
+
+@dataclass(frozen=True)
+class DataUsage:
+    """`/data` as the agent's statvfs saw it: 0 ≤ used ≤ total, 1 ≤ total ≤ MAX_DATA_BYTES."""
+
+    used_bytes: int
+    total_bytes: int
 
 
 @dataclass(frozen=True)
@@ -203,6 +213,7 @@ class Usage:
     gpus: list[dict[str, float | int]]
     gpu_processes: int | None
     ssh_sessions: int | None
+    data: DataUsage | None = None
 
 
 def check_heartbeat(payload: Any) -> Usage | None:
@@ -258,5 +269,32 @@ def check_heartbeat(payload: Any) -> Usage | None:
             raise ReportRefused(f"must be an integer between 0 and {high}", f"usage/{key}")
         counts[key] = value
     return Usage(
-        gpus=clean, gpu_processes=counts["gpu_processes"], ssh_sessions=counts["ssh_sessions"]
+        gpus=clean,
+        gpu_processes=counts["gpu_processes"],
+        ssh_sessions=counts["ssh_sessions"],
+        data=check_data_usage(usage.get("data")),
     )
+
+
+def check_data_usage(data: Any) -> DataUsage | None:
+    """`usage.data` (`{"used_bytes", "total_bytes"}` of `/data`); None when the agent sent none
+    (no volume mounted). Whole numbers only: a float, a string or a bool is refused."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ReportRefused("must be an object", "usage/data")
+    numbers: dict[str, int] = {}
+    for key in ("used_bytes", "total_bytes"):
+        value = data.get(key)
+        if not (
+            isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_DATA_BYTES
+        ):
+            raise ReportRefused(
+                f"must be an integer between 0 and {MAX_DATA_BYTES}", f"usage/data/{key}"
+            )
+        numbers[key] = value
+    if numbers["total_bytes"] == 0:
+        raise ReportRefused("must be more than 0", "usage/data/total_bytes")
+    if numbers["used_bytes"] > numbers["total_bytes"]:
+        raise ReportRefused("must not be more than total_bytes", "usage/data/used_bytes")
+    return DataUsage(used_bytes=numbers["used_bytes"], total_bytes=numbers["total_bytes"])

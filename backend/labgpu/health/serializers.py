@@ -92,10 +92,20 @@ class HeartbeatGpuSerializer(serializers.Serializer):
     power_w = serializers.FloatField(min_value=0, max_value=10_000, required=False)
 
 
+class HeartbeatDataSerializer(serializers.Serializer):
+    used_bytes = serializers.IntegerField(min_value=0, max_value=64 * 2**40)
+    total_bytes = serializers.IntegerField(
+        min_value=1, max_value=64 * 2**40, help_text="used_bytes ≤ total_bytes."
+    )
+
+
 class HeartbeatUsageSerializer(serializers.Serializer):
     gpus = HeartbeatGpuSerializer(many=True, max_length=64)
     gpu_processes = serializers.IntegerField(min_value=0, required=False)
     ssh_sessions = serializers.IntegerField(min_value=0, required=False)
+    data = HeartbeatDataSerializer(
+        required=False, help_text="/data's bytes (statvfs), only when a volume is mounted there."
+    )
 
 
 class AgentHeartbeatRequestSerializer(serializers.Serializer):

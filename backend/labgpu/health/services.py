@@ -19,6 +19,7 @@ from labgpu.providers import ProviderError
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services.agent import node_report_passed
 from labgpu.provisioning.services.nodes import node_adopt, node_fail
+from labgpu.provisioning.services.volumes import volume_usage_record
 from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
 
 NodeStatus = Node.Status
@@ -217,6 +218,10 @@ def agent_heartbeat(*, node: Node, payload: Any = None) -> str:
         return "stop"
     if usage is not None:
         utilisation_record(node=node, usage=usage)
+        if usage.data is not None:
+            volume_usage_record(
+                node=node, used_bytes=usage.data.used_bytes, total_bytes=usage.data.total_bytes
+            )
     handed = Node.objects.filter(
         pk=node.pk, status__in=DEEP_CHECK_FROM, deep_check_requested_at__isnull=False
     ).update(deep_check_requested_at=None)

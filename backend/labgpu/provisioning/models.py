@@ -203,6 +203,11 @@ class Volume(BaseModel):
     )
     #: GB in use on the filesystem as the node's agent last reported it; None until known
     used_gb = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    #: when the agent last reported `used_gb` (untrusted: bounded, never above `size_gb`; I-9)
+    used_at = models.DateTimeField(null=True, blank=True)
+    #: set when used space crossed LABGPU_VOLUME_NEAR_FULL_PCT and the owner was told; cleared
+    #: once it falls back below (re-armed), so each crossing notifies once
+    near_full_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

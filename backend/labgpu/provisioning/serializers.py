@@ -53,7 +53,16 @@ class NodeSerializer(serializers.ModelSerializer):
 class VolumeSerializer(serializers.ModelSerializer):
     owner_username = serializers.CharField(source="owner_user.username", default=None)
     owner_lab_name = serializers.CharField(source="owner_lab.name", default=None)
-    used_gb = serializers.DecimalField(max_digits=10, decimal_places=2, allow_null=True)
+    used_gb = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        allow_null=True,
+        help_text="GB in use on /data as the node's agent last reported it (≤ size_gb); null "
+        "until known.",
+    )
+    used_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the agent reported used_gb; null until known."
+    )
     cost = serializers.DecimalField(
         max_digits=14, decimal_places=2, help_text="Storage cost metered so far (USD)."
     )
@@ -67,6 +76,7 @@ class VolumeSerializer(serializers.ModelSerializer):
             "region",
             "size_gb",
             "used_gb",
+            "used_at",
             "state",
             "owner_username",
             "owner_lab_name",

@@ -2071,6 +2071,15 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        HeartbeatDataRequest: {
+            /** Format: int64 */
+            used_bytes: number;
+            /**
+             * Format: int64
+             * @description used_bytes ≤ total_bytes.
+             */
+            total_bytes: number;
+        };
         HeartbeatGpuRequest: {
             index: number;
             /** Format: double */
@@ -2086,6 +2095,8 @@ export interface components {
             gpus: components["schemas"]["HeartbeatGpuRequest"][];
             gpu_processes?: number;
             ssh_sessions?: number;
+            /** @description /data's bytes (statvfs), only when a volume is mounted there. */
+            data?: components["schemas"]["HeartbeatDataRequest"];
         };
         IdlePolicy: {
             idle_minutes: number;
@@ -3556,8 +3567,16 @@ export interface components {
             readonly name: string;
             readonly region: string;
             readonly size_gb: number;
-            /** Format: decimal */
+            /**
+             * Format: decimal
+             * @description GB in use on /data as the node's agent last reported it (≤ size_gb); null until known.
+             */
             used_gb: string | null;
+            /**
+             * Format: date-time
+             * @description When the agent reported used_gb; null until known.
+             */
+            used_at: string | null;
             readonly state: components["schemas"]["VolumeStateEnum"];
             owner_username?: string;
             owner_lab_name?: string;

@@ -17,8 +17,9 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from labgpu.accounts.models import Lab
+from labgpu.accounts.models import Lab, Membership
 from labgpu.audit.services import audit_record
+from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking
 from labgpu.catalog.models import NodePool, ProviderAccount
 from labgpu.core.crashpoints import crash_point
@@ -224,6 +225,64 @@ def _power_down(driver: ProviderDriver, droplet_id: int) -> None:
                 return
         logger.warning("droplet %s did not shut down in time; powering off", droplet_id)
     raise VolumeDetachFailed(f"droplet {droplet_id} is still running; detach later")
+
+
+GIB = 2**30
+#: Used space must fall this many points under the threshold to re-arm the warning, so a disk
+#: hovering at the line (or an agent flipping its numbers: the researcher has root) does not warn
+#: on every heartbeat.
+NEAR_FULL_REARM_POINTS = 5
+
+
+def volume_usage_record(*, node: Node, used_bytes: int, total_bytes: int) -> Volume | None:
+    """Store how full `/data` is on `node` and tell the owner once when it crosses
+    LABGPU_VOLUME_NEAR_FULL_PCT; None when the node has no volume attached.
+
+    The numbers come from the node's agent (validated by `health.limits.check_data_usage`, I-9);
+    `used_gb` is never stored above the volume's size. One crossing notifies once: a CAS on
+    `near_full_at` (parallel heartbeats cannot both win), cleared when the disk falls back
+    NEAR_FULL_REARM_POINTS under the threshold. A steady heartbeat costs one SELECT and one UPDATE.
+    """
+    volume = Volume.objects.filter(attached_node_id=node.pk, state=VolumeState.ATTACHED).first()
+    if volume is None:
+        return None
+    used_gb = min(Decimal(used_bytes) / GIB, Decimal(volume.size_gb)).quantize(Decimal("0.01"))
+    percent = used_bytes * 100 / total_bytes
+    at = now()
+    Volume.objects.filter(pk=volume.pk).update(used_gb=used_gb, used_at=at)
+    threshold = settings.LABGPU_VOLUME_NEAR_FULL_PCT
+    if percent >= threshold and volume.near_full_at is None:
+        if Volume.objects.filter(pk=volume.pk, near_full_at__isnull=True).update(near_full_at=at):
+            volume.near_full_at = at
+            _notify_near_full(volume=volume, node=node, percent=int(percent))
+    elif percent < threshold - NEAR_FULL_REARM_POINTS and volume.near_full_at is not None:
+        Volume.objects.filter(pk=volume.pk).update(near_full_at=None)
+        volume.near_full_at = None
+    volume.used_gb, volume.used_at = used_gb, at
+    return volume
+
+
+def _notify_near_full(*, volume: Volume, node: Node, percent: int) -> None:
+    """A user's volume: its owner. A lab's: the lab's admins and the user whose node filled it
+    (in the app and by e-mail), and chat to the lab's and that user's channels."""
+    user = volume.owner_user
+    if user is None:
+        user = node.booking.user
+        admins = Membership.objects.filter(
+            lab_id=volume.owner_lab_id, role=Membership.Role.LAB_ADMIN
+        ).select_related("user")
+        recipients = [user] + [m.user for m in admins if m.user_id != user.pk]
+    else:
+        recipients = [user]
+    notifications.volume_near_full(
+        volume=volume.name,
+        region=volume.region,
+        size_gb=volume.size_gb,
+        percent=percent,
+        user=user,
+        lab=volume.owner_lab,
+        recipients=recipients,
+    )
 
 
 def volume_in_use(volume: Volume) -> bool:
