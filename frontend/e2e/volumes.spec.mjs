@@ -23,7 +23,7 @@ account = ProviderAccount.objects.order_by("pk").first()
 node = Node.objects.filter(booking__user=alice).order_by("pk").first()
 busy = Volume.objects.create(owner_user=alice, provider_account=account, region="tor1",
     name="e2e-busy-tor1", size_gb=100, provider_id="", state="attached", attached_node=node,
-    used_gb=Decimal("12.50"))
+    used_gb=Decimal("12.50"), used_at=now())
 free = Volume.objects.create(owner_user=alice, provider_account=account, region="atl1",
     name="e2e-free-atl1", size_gb=50, provider_id="", state="available")
 start = now() - timedelta(days=10)
@@ -50,7 +50,8 @@ describe('volumes (issue 15)', () => {
     const busy = page.locator('[data-volume="e2e-busy-tor1"]')
     const free = page.locator('[data-volume="e2e-free-atl1"]')
     await busy.waitFor()
-    assert.match(await busy.textContent(), /tor1.*100 GB.*12\.5 GB/s)
+    assert.match(await busy.textContent(), /tor1.*100 GB.*12\.5 GB \(13 %\)/s)
+    assert.match(await busy.getByTestId('volume-used').textContent(), /as of /)
     assert.match(await busy.getByTestId('volume-state').textContent(), /In use by a booking/)
     assert.equal(await free.getByTestId('volume-cost').textContent(), '$1.00')
     assert.ok(await busy.getByTestId('volume-delete').isDisabled(), 'a volume in use cannot be deleted')
