@@ -224,6 +224,14 @@ class Volume(BaseModel):
                 condition=~models.Q(state="deleted"),
                 name="volume_unique_live_name",
             ),
+            # one row per provider volume: two rows on one disk would meter it twice and let one
+            # row delete what the other still uses. A row not yet created at the provider has no
+            # id (blank), and blanks are not duplicates.
+            models.UniqueConstraint(
+                fields=["provider_account", "provider_id"],
+                condition=~models.Q(provider_id=""),
+                name="volume_unique_provider_id",
+            ),
             # a node has at most one of our volumes, and a volume one node (the single FK)
             models.UniqueConstraint(
                 fields=["attached_node"],
