@@ -502,6 +502,45 @@ def cmd_chat_log(ctx: Context) -> int:
     return EXIT_OK
 
 
+def cmd_volumes(ctx: Context) -> int:
+    volumes = ctx.client.get("/api/v1/volumes/")
+    if ctx.json:
+        ctx.emit_json(volumes)
+        return EXIT_OK
+    rows = [
+        [
+            str(v["id"]),
+            v["name"],
+            v.get("owner_lab_name") or v.get("owner_username") or "-",
+            v["region"],
+            f"{v['size_gb']} GB",
+            f"{v['used_gb']} GB" if v.get("used_gb") is not None else "-",
+            v["state"] + (" (in use)" if v.get("in_use") else ""),
+            str(v["cost"]),
+        ]
+        for v in volumes
+    ]
+    ctx.out(table(rows, ["ID", "NAME", "OWNER", "REGION", "SIZE", "USED", "STATE", "COST"]))
+    return EXIT_OK
+
+
+def cmd_volume_delete(ctx: Context) -> int:
+    """The data is gone for good: only with --yes, or "yes" typed at a terminal."""
+    volume_id = ctx.args.id
+    if not ctx.args.yes:
+        if sys.stdin is None or not sys.stdin.isatty():
+            raise UsageError(f"deleting volume {volume_id} destroys its data for good: add --yes")
+        answer = input(f"Delete volume {volume_id} and all its data for good? Type yes: ")
+        if answer.strip().lower() != "yes":
+            raise UsageError("nothing deleted")
+    ctx.client.request("DELETE", f"/api/v1/volumes/{volume_id}/")
+    if ctx.json:
+        ctx.emit_json({"id": volume_id, "state": "deleted"})
+    else:
+        ctx.out(f"Volume {volume_id} deleted.")
+    return EXIT_OK
+
+
 # --- the parser ----------------------------------------------------------------------------------
 
 
@@ -592,6 +631,18 @@ def build_parser() -> Parser:
     chat_test.add_argument("id", type=int, help="channel id (from `labgpu chats`)")
     chat_log = command("chat-log", cmd_chat_log, "a chat channel's last deliveries")
     chat_log.add_argument("id", type=int, help="channel id (from `labgpu chats`)")
+
+    volumes = command("volumes", cmd_volumes, "your persistent volumes (and your labs')")
+    volume_actions = volumes.add_subparsers(dest="volume_action", parser_class=Parser)
+    delete = volume_actions.add_parser(
+        "delete",
+        parents=[common],
+        help="delete a volume and its data (an admin-scoped token)",
+        description="delete a volume and its data (an admin-scoped token)",
+    )
+    delete.set_defaults(handler=cmd_volume_delete)
+    delete.add_argument("id", type=int, help="volume id (from `labgpu volumes`)")
+    delete.add_argument("--yes", action="store_true", help="yes, destroy its data")
     return parser
 
 

@@ -1,6 +1,7 @@
 """The `labgpu` CLI against a live server (pytest-django's live_server), in-process through
 `main(argv)` and once through the installed console script."""
 
+import io
 import json
 import os
 import shutil
@@ -467,3 +468,72 @@ def test_chats_lists_channels_sends_a_test_and_shows_the_log(labgpu, live_server
     assert queued.code == 0, queued.err
     log = labgpu("chat-log", str(channel.pk), "--json").json()
     assert [(d["event"], d["status"]) for d in log] == [("test", "pending")]
+
+
+@live
+def test_volumes_lists_yours_and_delete_asks_for_yes(labgpu, live_server, alice, monkeypatch):
+    from labgpu.catalog.tests.factories import ProviderAccountFactory
+    from labgpu.provisioning.models import Volume
+
+    account = ProviderAccountFactory()
+    mine = Volume.objects.create(
+        owner_user=alice,
+        provider_account=account,
+        region="tor1",
+        name="labgpu-u1-tor1",
+        size_gb=100,
+        used_gb=Decimal("12.5"),
+        state="available",
+    )
+    admin_token = token_create(user=alice, name="cli-admin", scopes=["admin"])[1]
+    assert labgpu("login", "--url", live_server.url, "--token", admin_token).code == 0
+
+    listed = labgpu("volumes")
+    assert listed.code == 0, listed.err
+    assert "labgpu-u1-tor1" in listed.out and "12.50 GB" in listed.out and "tor1" in listed.out
+    assert [v["name"] for v in labgpu("volumes", "--json").json()] == ["labgpu-u1-tor1"]
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # a script: nobody to ask
+    unconfirmed = labgpu("volumes", "delete", str(mine.pk))
+    assert unconfirmed.code == 1 and "--yes" in unconfirmed.err
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal(""))
+    monkeypatch.setattr("builtins.input", lambda prompt: "no")
+    declined = labgpu("volumes", "delete", str(mine.pk))
+    assert declined.code == 1 and "nothing deleted" in declined.err
+    assert Volume.objects.get(pk=mine.pk).state == "available"
+
+    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
+    typed = labgpu("volumes", "delete", str(mine.pk), "--json")
+    assert typed.code == 0, typed.err
+    assert typed.json() == {"id": mine.pk, "state": "deleted"}
+    assert Volume.objects.get(pk=mine.pk).state == "deleted"
+
+
+@live
+def test_volumes_delete_of_a_volume_in_use_exits_2_and_keeps_it(labgpu, live_server, alice):
+    from labgpu.provisioning.models import Volume
+    from labgpu.provisioning.tests.factories import NodeFactory
+
+    node = NodeFactory(booking__user=alice)
+    used = Volume.objects.create(
+        owner_user=alice,
+        provider_account=node.provider_account,
+        region=node.region,
+        name="labgpu-u1-tor1",
+        size_gb=100,
+        state="attached",
+        attached_node=node,
+    )
+    admin_token = token_create(user=alice, name="cli-admin", scopes=["admin"])[1]
+    assert labgpu("login", "--url", live_server.url, "--token", admin_token).code == 0
+
+    refused = labgpu("volumes", "delete", str(used.pk), "--yes")
+
+    assert refused.code == 2
+    assert "volume_in_use" in refused.err
+    assert Volume.objects.get(pk=used.pk).state == "attached"
