@@ -323,10 +323,6 @@ class Emulator:
     def _volume(self, request: Request) -> dict[str, Any]:
         return self.store.get_volume(str(request.path_params["volume_id"]))
 
-    def _volume_action_answer(self, action: dict[str, Any]) -> tuple[int, Any]:
-        self.store.save()
-        return 202, {"action": self.store.action_json(action)}
-
     async def list_volumes(self, request: Request) -> tuple[int, Any]:
         name, region = request.query_params.get("name"), request.query_params.get("region")
         volumes = self.store.volume_listing(name=name, region=region)
@@ -357,21 +353,29 @@ class Emulator:
         return 204, None
 
     async def volume_action_by_name(self, request: Request) -> tuple[int, Any]:
+        """`POST /v2/volumes/actions`: attach or detach, the volume named in the body (resize
+        exists only by id)."""
         body = await self._json(request)
         if not isinstance(body, dict):
             raise ApiError(400, "bad_request", "The request body must be a JSON object.")
         volume = self.store.find_volume_by_name(body.get("volume_name"), body.get("region"))
-        action = self.store.volume_action(
-            volume, body, delay_s=self.settings.volume_action_s, allowed=("attach", "detach")
-        )
-        return self._volume_action_answer(action)
+        return self._volume_act(volume, body, allowed=("attach", "detach"))
 
     async def volume_action_by_id(self, request: Request) -> tuple[int, Any]:
         volume = self._volume(request)
+        return self._volume_act(volume, await self._json(request))
+
+    def _volume_act(
+        self,
+        volume: dict[str, Any],
+        body: Any,
+        allowed: tuple[str, ...] = ("attach", "detach", "resize"),
+    ) -> tuple[int, Any]:
         action = self.store.volume_action(
-            volume, await self._json(request), delay_s=self.settings.volume_action_s
+            volume, body, delay_s=self.settings.volume_action_s, allowed=allowed
         )
-        return self._volume_action_answer(action)
+        self.store.save()
+        return 202, {"action": self.store.action_json(action)}
 
     async def list_volume_actions(self, request: Request) -> tuple[int, Any]:
         volume = self._volume(request)
@@ -580,55 +584,16 @@ def _message(status: int) -> str:
 def create_app(settings: EmulatorSettings) -> Starlette:
     emu = Emulator(settings)
 
-    def api(route: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def route(path: str, **handlers: tuple[str, Handler]) -> Route:
+        """`path` with one handler per HTTP method, each under its contract operation id (the
+        route the counters and the contract checks name)."""
+
         async def endpoint(request: Request) -> Response:
-            return await emu._api(request, route, handler)
+            # Starlette answers HEAD wherever GET is allowed: it is a GET without the body
+            operation, handler = handlers["GET" if request.method == "HEAD" else request.method]
+            return await emu._api(request, operation, handler)
 
-        return endpoint
-
-    async def droplets_collection(request: Request) -> Response:
-        if request.method == "POST":
-            return await emu._api(request, "droplets_create", emu.create_droplet)
-        if request.method == "DELETE":
-            return await emu._api(request, "droplets_destroy_byTag", emu.delete_by_tag)
-        return await emu._api(request, "droplets_list", emu.list_droplets)
-
-    async def account_keys(request: Request) -> Response:
-        if request.method == "POST":
-            return await emu._api(request, "sshKeys_create", emu.create_ssh_key)
-        return await emu._api(request, "sshKeys_list", emu.list_ssh_keys)
-
-    async def droplet_item(request: Request) -> Response:
-        if request.method == "DELETE":
-            return await emu._api(request, "droplets_destroy", emu.delete_droplet)
-        return await emu._api(request, "droplets_get", emu.get_droplet)
-
-    async def droplet_actions(request: Request) -> Response:
-        if request.method == "POST":
-            return await emu._api(request, "dropletActions_post", emu.post_droplet_action)
-        return await emu._api(request, "dropletActions_list", emu.list_droplet_actions)
-
-    async def volumes_collection(request: Request) -> Response:
-        if request.method == "POST":
-            return await emu._api(request, "volumes_create", emu.create_volume)
-        if request.method == "DELETE":
-            return await emu._api(request, "volumes_delete_byName", emu.delete_volume_by_name)
-        return await emu._api(request, "volumes_list", emu.list_volumes)
-
-    async def volume_item(request: Request) -> Response:
-        if request.method == "DELETE":
-            return await emu._api(request, "volumes_delete", emu.delete_volume)
-        return await emu._api(request, "volumes_get", emu.get_volume)
-
-    async def volume_actions(request: Request) -> Response:
-        if request.method == "POST":
-            return await emu._api(request, "volumeActions_post_byId", emu.volume_action_by_id)
-        return await emu._api(request, "volumeActions_list", emu.list_volume_actions)
-
-    async def volume_snapshots(request: Request) -> Response:
-        if request.method == "POST":
-            return await emu._api(request, "volumeSnapshots_create", emu.create_volume_snapshot)
-        return await emu._api(request, "volumeSnapshots_list", emu.list_volume_snapshots)
+        return Route(path, endpoint, methods=list(handlers))
 
     async def v2_not_found(request: Request) -> Response:
         async def handler(_: Request) -> tuple[int, Any]:
@@ -764,28 +729,57 @@ def create_app(settings: EmulatorSettings) -> Starlette:
             emu.store.save()
 
     routes = [
-        Route("/v2/droplets", droplets_collection, methods=["GET", "POST", "DELETE"]),
-        Route("/v2/droplets/{droplet_id}", droplet_item, methods=["GET", "DELETE"]),
-        Route("/v2/droplets/{droplet_id}/actions", droplet_actions, methods=["GET", "POST"]),
-        Route("/v2/actions/{action_id}", api("actions_get", emu.get_action), methods=["GET"]),
-        Route("/v2/account/keys", account_keys, methods=["GET", "POST"]),
-        Route("/v2/sizes", api("sizes_list", emu.list_sizes), methods=["GET"]),
-        Route("/v2/regions", api("regions_list", emu.list_regions), methods=["GET"]),
-        Route("/v2/account", api("account_get", emu.get_account), methods=["GET"]),
-        Route("/v2/volumes", volumes_collection, methods=["GET", "POST", "DELETE"]),
-        Route(
-            "/v2/volumes/actions",
-            api("volumeActions_post", emu.volume_action_by_name),
-            methods=["POST"],
+        route(
+            "/v2/droplets",
+            GET=("droplets_list", emu.list_droplets),
+            POST=("droplets_create", emu.create_droplet),
+            DELETE=("droplets_destroy_byTag", emu.delete_by_tag),
         ),
-        Route("/v2/volumes/{volume_id}", volume_item, methods=["GET", "DELETE"]),
-        Route("/v2/volumes/{volume_id}/actions", volume_actions, methods=["GET", "POST"]),
-        Route(
+        route(
+            "/v2/droplets/{droplet_id}",
+            GET=("droplets_get", emu.get_droplet),
+            DELETE=("droplets_destroy", emu.delete_droplet),
+        ),
+        route(
+            "/v2/droplets/{droplet_id}/actions",
+            GET=("dropletActions_list", emu.list_droplet_actions),
+            POST=("dropletActions_post", emu.post_droplet_action),
+        ),
+        route("/v2/actions/{action_id}", GET=("actions_get", emu.get_action)),
+        route(
+            "/v2/account/keys",
+            GET=("sshKeys_list", emu.list_ssh_keys),
+            POST=("sshKeys_create", emu.create_ssh_key),
+        ),
+        route("/v2/sizes", GET=("sizes_list", emu.list_sizes)),
+        route("/v2/regions", GET=("regions_list", emu.list_regions)),
+        route("/v2/account", GET=("account_get", emu.get_account)),
+        route(
+            "/v2/volumes",
+            GET=("volumes_list", emu.list_volumes),
+            POST=("volumes_create", emu.create_volume),
+            DELETE=("volumes_delete_byName", emu.delete_volume_by_name),
+        ),
+        route("/v2/volumes/actions", POST=("volumeActions_post", emu.volume_action_by_name)),
+        route(
+            "/v2/volumes/{volume_id}",
+            GET=("volumes_get", emu.get_volume),
+            DELETE=("volumes_delete", emu.delete_volume),
+        ),
+        route(
+            "/v2/volumes/{volume_id}/actions",
+            GET=("volumeActions_list", emu.list_volume_actions),
+            POST=("volumeActions_post_byId", emu.volume_action_by_id),
+        ),
+        route(
             "/v2/volumes/{volume_id}/actions/{action_id}",
-            api("volumeActions_get", emu.get_volume_action),
-            methods=["GET"],
+            GET=("volumeActions_get", emu.get_volume_action),
         ),
-        Route("/v2/volumes/{volume_id}/snapshots", volume_snapshots, methods=["GET", "POST"]),
+        route(
+            "/v2/volumes/{volume_id}/snapshots",
+            GET=("volumeSnapshots_list", emu.list_volume_snapshots),
+            POST=("volumeSnapshots_create", emu.create_volume_snapshot),
+        ),
         Route("/_emulator/volumes", seed_volume, methods=["POST"]),
         Route("/v2/{rest:path}", v2_not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
         Route("/_emulator/health", health, methods=["GET"]),

@@ -264,3 +264,34 @@ def test_a_shutdown_action_turns_the_droplet_off_and_other_actions_are_refused(e
     assert shutdown.status_code == 201 and shutdown.json()["action"]["type"] == "shutdown"
     assert reboot.status_code == 422
     emulator.wait_for(lambda s: s["droplets"][0]["status"] == "off")
+
+
+def test_a_volume_from_a_snapshot_is_at_least_its_size_and_blank_names_are_refused(api):
+    vol = volume(api, size_gigabytes=20)
+    made = api.post(
+        f"/v2/volumes/{vol['id']}/snapshots", json={"name": "nightly", "tags": ["labgpu"]}
+    )
+    blank = api.post(f"/v2/volumes/{vol['id']}/snapshots", json={"name": "  "})
+    snapshot = made.json()["snapshot"]
+    body = {"region": "tor1", "snapshot_id": snapshot["id"], "tags": ["labgpu-volume"]}
+    too_small = api.post("/v2/volumes", json={**body, "name": "restored", "size_gigabytes": 10})
+    restored = api.post("/v2/volumes", json={**body, "name": "restored", "size_gigabytes": 20})
+    ghost = "5f1e2d3c-0000-4000-8000-00000000abcd"
+    unknown = api.post(
+        "/v2/volumes",
+        json={**body, "name": "ghost", "size_gigabytes": 20, "snapshot_id": ghost},
+    )
+
+    assert made.status_code == 201
+    assert (snapshot["min_disk_size"], snapshot["regions"]) == (20, ["tor1"])
+    assert snapshot["resource_type"] == "volume" and snapshot["tags"] == ["labgpu"]
+    assert blank.status_code == 422
+    assert too_small.status_code == 422 and "snapshot" in too_small.json()["message"]
+    assert restored.status_code == 201 and restored.json()["volume"]["size_gigabytes"] == 20
+    assert unknown.status_code == 404
+
+
+def test_snapshots_of_an_unknown_volume_are_404(api):
+    missing = "0b9d7a3e-1c2f-4e5a-8b6c-7d8e9f0a1b2c"
+    assert api.get(f"/v2/volumes/{missing}/snapshots").status_code == 404
+    assert api.post(f"/v2/volumes/{missing}/snapshots", json={"name": "x"}).status_code == 404
