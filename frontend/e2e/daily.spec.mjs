@@ -4,8 +4,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
 import {
-  BASE_URL, apiCall, django, freeWindow, launch, listPools, me, passwordOf, screenshot, sentMail, seriousViolations, signIn,
-  randomMorning, wallTime,
+  BASE_URL, apiCall, bookingPath, django, freeWindow, lastMailAbout, launch, listPools, me, passwordOf, screenshot, sentMail,
+  seriousViolations, signIn, randomMorning, wallTime,
 } from './support.mjs'
 
 /** WCAG contrast ratio of two computed CSS colours (`rgb(…)`/`rgba(…)`, opaque ones). */
@@ -266,7 +266,7 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     const row = bob.page.locator(`[data-booking-id="${id}"]`)
     await row.locator('[data-testid=approve]').click()
     await row.waitFor({ state: 'detached' })
-    const message = sentMail().filter((m) => m.to.includes(profile.email) && m.subject.includes(`#${id}`)).pop()
+    const message = lastMailAbout(profile.email, id)
     assert.ok(message, 'alice was emailed about her booking')
 
     const start = wallTime(window.start, 'Asia/Shanghai').replace('T', ' ')
@@ -360,7 +360,7 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     // Alice was told; her booking stays as it was until someone decides.
     const told = sentMail().find((m) => m.to.includes('alice@') && m.body.includes(reason))
     assert.ok(told, 'alice was emailed about the maintenance')
-    assert.ok(told.body.includes(`/bookings/${id}`))
+    assert.match(told.body, bookingPath(id))
     assert.equal((await apiCall(alice.context, 'GET', `/api/v1/bookings/${id}/`)).body.status, 'scheduled')
 
     // Her calendar shows the maintenance over her booking, with its reason.

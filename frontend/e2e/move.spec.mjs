@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { apiCall, freeWindow, launch, listPools, me, screenshot, signIn, wallTime } from './support.mjs'
+import { apiCall, bookingNumber, freeWindow, launch, listPools, me, screenshot, signIn, wallTime } from './support.mjs'
 
 describe('moving a booking out of a blackout (issue 14)', () => {
   let browser
@@ -61,7 +61,7 @@ describe('moving a booking out of a blackout (issue 14)', () => {
     await clash.locator('[data-testid=blackout-move-booking]').click()
     const dialog = page.locator('[data-app-confirm]')
     await dialog.waitFor()
-    assert.match(await dialog.textContent(), new RegExp(`#${id}`))
+    assert.match(await dialog.textContent(), bookingNumber(id))
     // One radio per window, in the pool's order, the first picked unless another is chosen.
     const choices = dialog.locator('[data-testid=confirm-choice]')
     assert.equal(await choices.count(), windows.length)

@@ -177,6 +177,17 @@ export function django(code) {
   return result.stdout.trim()
 }
 
+/** A RegExp for booking `id`'s number in a text: "#8" never matches the "#87" of booking 87. */
+export const bookingNumber = (id) => new RegExp(`#${id}(?!\\d)`)
+
+/** A RegExp for a link to booking `id`'s page: "/bookings/8" never matches "/bookings/87". */
+export const bookingPath = (id) => new RegExp(`/bookings/${id}(?!\\d)`)
+
+/** The last mail sent to `email` about booking `id` (its number in the subject, exactly). */
+export function lastMailAbout(email, id) {
+  return sentMail().filter((m) => m.to.includes(email) && bookingNumber(id).test(m.subject)).pop()
+}
+
 /**
  * Mail the server sent (run-e2e.sh has it written to files in E2E_MAIL_DIR): [{to, subject, body}],
  * decoded by Python's email package, oldest first.

@@ -184,7 +184,8 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
       const quotas = (await apiCall(bobApi, 'GET', `/api/v1/quotas/?lab=${extended.lab.id}&month=${month}-01`)).body
       const quota = (Array.isArray(quotas) ? quotas : quotas.results).find((q) => q.instance_type === pool.instance_type)
       const impact = (await ext.locator('[data-testid=quota-impact]').textContent()).replace(/,/g, '')
-      assert.ok(impact.includes(String(Number(quota.gpu_hours))), `"${impact}" names the limit ${quota.gpu_hours}`)
+      // The limit as a whole number in the text ("40" must not be found inside "140").
+      assert.match(impact, new RegExp(`(?<![\\d.])${Number(quota.gpu_hours)}(?![\\d.]*\\d)`), `"${impact}" names the limit ${quota.gpu_hours}`)
       const gpus = (await apiCall(bobApi, 'GET', `/api/v1/instance-types/${pool.instance_type}/`)).body.gpu_count
       const [before, after] = impact.match(/([\d.]+) → ([\d.]+)/).slice(1).map(Number)
       const extensionMinutes = (new Date(extended.window.end) - new Date(extended.end)) / 60_000
