@@ -1,20 +1,15 @@
 // The booking journeys of issue 5: book → approve → calendar; a conflict offers the next free
 // windows; the booking form works from the keyboard alone.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { apiCall, freeWindow, launch, listPools, me, screenshot, seriousViolations, signIn, wallTime } from './support.mjs'
+import {
+  apiCall, book, cancelBooking, freeWindow, listPools, me, openedBookingId, screenshot, seriousViolations, signIn, tabTo,
+  useBrowser, wallTime,
+} from './support.mjs'
 
 describe('booking', () => {
-  let browser
-  const cleanup = []
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    for (const fn of cleanup) await fn().catch(() => {})
-    await browser?.close()
-  })
+  const { browser, cleanup } = useBrowser()
 
   it('a researcher books, the lab admin approves, and the booking shows in the calendar', async () => {
     const alice = await signIn(browser, 'alice')
@@ -32,8 +27,7 @@ describe('booking', () => {
     await page.locator('[data-testid=availability] .ok').waitFor()
     await screenshot(page, 'booking-form-filled')
     await page.click('[data-testid=booking-submit]')
-    await page.waitForURL(/\/bookings\/\d+$/)
-    const id = Number(new URL(page.url()).pathname.split('/').pop())
+    const id = await openedBookingId(page)
     await page.locator('[data-testid=booking-status][data-status=pending]').waitFor()
 
     const bob = await signIn(browser, 'bob')
@@ -52,7 +46,7 @@ describe('booking', () => {
     await page.waitForURL(/\/calendar\/\d+/)
     await page.locator(`[data-testid=calendar] .ev-mine`).first().waitFor()
     await screenshot(page, 'calendar-with-booking')
-    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    cleanup.push(() => cancelBooking(alice.context, id))
   })
 
   it('a conflict offers the next free windows, and picking one books it', async () => {
@@ -60,11 +54,8 @@ describe('booking', () => {
     const pool = (await listPools(alice.context)).find((p) => p.capacity === 1 && !p.requires_approval)
     assert.ok(pool, 'the demo data has a pool of one node')
     const window = await freeWindow(alice.context, pool, 120)
-    const blocker = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
-      pool: pool.id, start: window.start, end: window.end, purpose: 'e2e blocker',
-    })
-    assert.equal(blocker.status, 201, JSON.stringify(blocker.body))
-    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${blocker.body.id}/cancel/`, { reason: 'e2e' }))
+    const blocker = await book(alice.context, { pool: pool.id, start: window.start, end: window.end, purpose: 'e2e blocker' })
+    cleanup.push(() => cancelBooking(alice.context, blocker.id))
 
     const page = alice.page
     const q = new URLSearchParams({ pool: String(pool.id), start: window.start, end: window.end })
@@ -79,9 +70,8 @@ describe('booking', () => {
     await screenshot(page, 'booking-conflict')
     await options.first().click()
     await page.click('[data-testid=booking-submit]')
-    await page.waitForURL(/\/bookings\/\d+$/)
-    const id = Number(new URL(page.url()).pathname.split('/').pop())
-    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    const id = await openedBookingId(page)
+    cleanup.push(() => cancelBooking(alice.context, id))
     await page.locator('[data-testid=booking-status][data-status=scheduled]').waitFor()
   })
 
@@ -123,20 +113,12 @@ describe('booking', () => {
     await page.goto(`/bookings/new?${q}`)
     await page.locator('[data-testid=availability] .ok').waitFor()
 
-    async function tabTo(selector) {
-      for (let i = 0; i < 40; i++) {
-        await page.keyboard.press('Tab')
-        if (await page.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return
-      }
-      throw new Error(`Tab never reached ${selector}`)
-    }
-    await tabTo('#booking-purpose')
+    await tabTo(page, '#booking-purpose')
     await page.keyboard.type('typed without a mouse')
-    await tabTo('[data-testid=booking-submit]')
+    await tabTo(page, '[data-testid=booking-submit]')
     await page.keyboard.press('Enter')
-    await page.waitForURL(/\/bookings\/\d+$/)
-    const id = Number(new URL(page.url()).pathname.split('/').pop())
-    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    const id = await openedBookingId(page)
+    cleanup.push(() => cancelBooking(alice.context, id))
     const booking = (await apiCall(alice.context, 'GET', `/api/v1/bookings/${id}/`)).body
     assert.equal(booking.purpose, 'typed without a mouse')
     assert.equal(booking.start, window.start.replace('.000Z', 'Z'))

@@ -1,11 +1,11 @@
 // The daily-use bugs of issue 14 ([spa-daily]): each test walks what a researcher, lab admin or site
 // admin did when the bug showed, and checks the result against the API or the rendered page.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
 import {
-  BASE_URL, apiCall, bookingPath, django, freeWindow, lastMailAbout, launch, listPools, me, passwordOf, screenshot, sentMail,
-  seriousViolations, signIn, randomMorning, wallTime,
+  BASE_URL, apiCall, book, bookingPath, bookNow, cancelBooking, django, djangoValue, freeWindow, lastMailAbout, listPools,
+  makeReady, me, passwordOf, randomMorning, screenshot, sentMail, seriousViolations, signIn, useBrowser, wallTime,
 } from './support.mjs'
 
 /** WCAG contrast ratio of two computed CSS colours (`rgb(…)`/`rgba(…)`, opaque ones). */
@@ -23,22 +23,8 @@ function contrast(a, b) {
 
 /** An on-demand booking of alice's that the lifecycle (driven here: e2e runs no workers) made ready. */
 async function readyBooking(context, purpose) {
-  const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity > 1)
-  const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
-  const booked = await apiCall(context, 'POST', '/api/v1/bookings/', { pool: pool.id, end: end.toISOString(), purpose })
-  assert.equal(booked.status, 201, JSON.stringify(booked.body))
-  const id = booked.body.id
-  django(`
-from labgpu.bookings.models import Booking
-from labgpu.core.timeutils import now
-from labgpu.provisioning.models import Node
-from labgpu.provisioning.services.sweeps import booking_start
-booking_start(booking_id=${id})
-Node.objects.filter(booking_id=${id}).update(
-    status="ready", provider_id="e2e-${id}", public_ip="203.0.113.7", passed_at=now(), ready_at=now(),
-    status_changed_at=now())
-Booking.objects.filter(pk=${id}).update(status="ready", status_changed_at=now())
-`)
+  const { id } = await bookNow(context, { purpose })
+  makeReady(id, { ip: '203.0.113.7' })
   return id
 }
 
@@ -49,15 +35,7 @@ function icsEvent(body, id) {
 }
 
 describe('daily use (issue 14)', () => {
-  let browser
-  const cleanup = []
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    for (const fn of cleanup) await fn().catch(() => {})
-    await browser?.close()
-  })
+  const { browser, cleanup } = useBrowser()
 
   it('bug 2: a lab admin saves a member’s max hours per week', async () => {
     const bob = await signIn(browser, 'bob')
@@ -125,15 +103,13 @@ describe('daily use (issue 14)', () => {
     const bob = await signIn(browser, 'bob')
     const pool = (await listPools(bob.context)).find((p) => !p.requires_approval && p.capacity > 1)
     const window = await freeWindow(bob.context, pool, 60)
-    const booked = await apiCall(bob.context, 'POST', '/api/v1/bookings/', {
+    const { id } = await book(bob.context, {
       pool: pool.id,
       start: window.start,
       end: new Date(Date.parse(window.start) + 3_600_000).toISOString(),
       purpose: 'e2e labmate',
     })
-    assert.equal(booked.status, 201, JSON.stringify(booked.body))
-    const id = booked.body.id
-    cleanup.push(() => apiCall(bob.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    cleanup.push(() => cancelBooking(bob.context, id))
 
     const alice = await signIn(browser, 'alice')
     const page = alice.page
@@ -142,7 +118,7 @@ describe('daily use (issue 14)', () => {
     assert.equal(await page.locator('[data-testid=booking-cancel], [data-testid=booking-extend-open]').count(), 0)
     assert.match(await page.locator('[data-testid=booking-not-yours]').textContent(), /bob's booking/)
     // The server agrees: it is not hers to change.
-    const refused = await apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+    const refused = await cancelBooking(alice.context, id)
     assert.equal(refused.status, 403)
     await screenshot(page, 'booking-detail-labmate')
 
@@ -253,12 +229,8 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     assert.equal(profile.timezone, 'Asia/Shanghai') // the demo's alice reads Shanghai times, in Chinese
     const pool = (await listPools(alice.context)).find((p) => p.requires_approval)
     const window = await freeWindow(alice.context, pool, 120)
-    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
-      pool: pool.id, start: window.start, end: window.end, purpose: 'e2e email',
-    })
-    assert.equal(booked.status, 201, JSON.stringify(booked.body))
-    const id = booked.body.id
-    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    const { id } = await book(alice.context, { pool: pool.id, start: window.start, end: window.end, purpose: 'e2e email' })
+    cleanup.push(() => cancelBooking(alice.context, id))
 
     // Her lab admin approves it in the app; the approval email goes out at once.
     const bob = await signIn(browser, 'bob')
@@ -288,11 +260,8 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     // booking ending at midnight has its changeover on the next day's page).
     const window = await freeWindow(alice.context, pool, 60, randomMorning(timezone))
     const end = Date.parse(window.start) + 3_600_000
-    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
-      pool: pool.id, start: window.start, end: new Date(end).toISOString(), purpose: 'e2e changeover',
-    })
-    assert.equal(booked.status, 201, JSON.stringify(booked.body))
-    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${booked.body.id}/cancel/`, { reason: 'e2e' }))
+    const booked = await book(alice.context, { pool: pool.id, start: window.start, end: new Date(end).toISOString(), purpose: 'e2e changeover' })
+    cleanup.push(() => cancelBooking(alice.context, booked.id))
 
     // The day view of that one-node pool: where does free time start again after the booking?
     const wall = wallTime(window.start, timezone)
@@ -317,12 +286,13 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     // … is one the server takes.
     const next = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
       pool: pool.id,
+      lab: booked.lab.id,
       start: new Date(slot).toISOString(),
       end: new Date(slot + Math.max(pool.min_duration_minutes, 60) * 60_000).toISOString(),
       purpose: 'e2e right after',
     })
     if (next.status === 201) {
-      cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${next.body.id}/cancel/`, { reason: 'e2e' }))
+      cleanup.push(() => cancelBooking(alice.context, next.body.id))
     }
     assert.equal(next.status, 201, `the calendar showed ${new Date(slot).toISOString()} free: ${JSON.stringify(next.body)}`)
   })
@@ -330,11 +300,7 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     const alice = await signIn(browser, 'alice')
     const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)
     const window = await freeWindow(alice.context, pool, 120)
-    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
-      pool: pool.id, start: window.start, end: window.end, purpose: 'e2e under maintenance',
-    })
-    assert.equal(booked.status, 201, JSON.stringify(booked.body))
-    const id = booked.body.id
+    const { id } = await book(alice.context, { pool: pool.id, start: window.start, end: window.end, purpose: 'e2e under maintenance' })
     const reason = `e2e firmware ${Date.now()}`
 
     // Carol closes the pool over alice's booking, in her own time zone.
@@ -386,14 +352,10 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
   })
   it('bug 1: a stuck node shows its time in state and the provider’s last error; site admins retry or destroy it', async () => {
     const alice = await signIn(browser, 'alice')
-    const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)
-    const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
-    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', { pool: pool.id, end: end.toISOString(), purpose: 'e2e stuck' })
-    assert.equal(booked.status, 201, JSON.stringify(booked.body))
-    const id = booked.body.id
+    const { id } = await bookNow(alice.context, { purpose: 'e2e stuck' })
     // The lifecycle starts it and the provider never answers (the demo emulator on another port):
     // the create is retried with the provider's error recorded, for 8 minutes now.
-    const nodeId = Number(django(`
+    const nodeId = Number(djangoValue(`
 from datetime import timedelta
 from labgpu.core.timeutils import now
 from labgpu.providers import ProviderTransientError
@@ -405,7 +367,7 @@ node = Node.objects.get(booking_id=${id})
 Node.objects.filter(pk=node.pk).update(status="creating", status_changed_at=now() - timedelta(minutes=8))
 nodes.node_record_error(node_id=node.pk, error=ProviderTransientError("connection refused: http://127.0.0.1:8010/v2/droplets"))
 print(node.pk)
-`).split('\n').pop())
+`))
 
     await alice.page.goto(`/bookings/${id}`)
     const stuck = alice.page.locator('[data-testid=node-stuck]')

@@ -2,18 +2,11 @@
 // the week view, zh-CN and accessibility. Each test checks what the server sent or what the page
 // shows, never a value the SPA computed about itself.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, launch, listPools, screenshot, signIn, wallTime } from './support.mjs'
-
-/** A new context for `username` with nothing cached yet (a first visit, already signed in). */
-async function coldContext(browser, username, options = {}) {
-  const signedIn = await signIn(browser, username)
-  const storageState = await signedIn.context.storageState()
-  await signedIn.context.close()
-  const context = await browser.newContext({ baseURL: BASE_URL, viewport: { width: 1280, height: 900 }, storageState, ...options })
-  return { context, page: await context.newPage() }
-}
+import {
+  BASE_URL, apiCall, firstLab, listPools, me, personIn, screenshot, sidewaysOverflow, signIn, useBrowser, wallTime,
+} from './support.mjs'
 
 /** The hashed scripts and style sheets index.html links to (Vite's `assets/<name>-<hash>.<ext>`). */
 async function hashedAssets(context) {
@@ -64,16 +57,6 @@ const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b
 
 const PHONE = { width: 390, height: 844 }
 
-/** A signed-in context for `username` at `viewport`, its pages in `locale` ('en' or 'zh-CN'). */
-async function personIn(browser, username, { viewport = PHONE, locale = 'en' } = {}) {
-  const signedIn = await signIn(browser, username)
-  const storageState = await signedIn.context.storageState()
-  await signedIn.context.close()
-  const context = await browser.newContext({ baseURL: BASE_URL, viewport, storageState })
-  await context.addInitScript((l) => localStorage.setItem('labgpu.locale', l), locale)
-  return context
-}
-
 /** Every page of the app, for a site admin (who may open them all), with a real booking id. */
 async function allRoutes(context) {
   const booking = (await apiCall(context, 'GET', '/api/v1/bookings/?page_size=1')).body.results[0]
@@ -82,13 +65,7 @@ async function allRoutes(context) {
 }
 
 describe('daily use, part 2 (issue 14)', () => {
-  let browser
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    await browser?.close()
-  })
+  const { browser } = useBrowser()
 
   it('bug 16: hashed assets are served compressed (brotli and gzip) and cached as immutable', async () => {
     const { context } = await signIn(browser, 'alice')
@@ -111,7 +88,7 @@ describe('daily use, part 2 (issue 14)', () => {
   })
 
   it('bug 16: the usage page, charts drawn, transfers at most 250 KB of scripts and styles', async () => {
-    const { context, page } = await coldContext(browser, 'carol')
+    const { context, page } = await personIn(browser, 'carol')
     // The demo has no metered usage yet: answer the usage rows here so every chart draws.
     await page.route('**/api/v1/usage/?*', (route) => route.fulfill({ json: usageRows() }))
     await page.route('**/api/v1/instance-types/*/health/', (route) => route.fulfill({ json: healthReports() }))
@@ -164,39 +141,28 @@ describe('daily use, part 2 (issue 14)', () => {
         await page.goto(path)
         await page.locator('main h1').first().waitFor()
         await page.waitForLoadState('networkidle')
-        const { scrollWidth, innerWidth, culprits } = await page.evaluate(() => ({
-          scrollWidth: document.documentElement.scrollWidth,
-          innerWidth: window.innerWidth,
-          // The innermost elements that reach past the right edge, to say what to fix.
-          culprits: [...document.querySelectorAll('body *')]
-            .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && ![...e.children].some((c) => c.getBoundingClientRect().right > window.innerWidth + 1))
-            .slice(0, 3)
-            .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} ${Math.round(e.getBoundingClientRect().right)}`),
-        }))
-        if (scrollWidth > innerWidth) wide.push(`${who} ${path}: ${scrollWidth} px (${culprits.join(', ')})`)
+        const { px, culprits } = await sidewaysOverflow(page)
+        if (px > 0) wide.push(`${who} ${path}: ${px} px too wide (${culprits.join(', ')})`)
       }
       // alice has bookings of her own: her dashboard, list and booking detail have the most rows.
-      const alice = await personIn(browser, 'alice', { locale })
-      const alicePage = await alice.newPage()
+      const { context: alice, page: alicePage } = await personIn(browser, 'alice', { lang: locale, viewport: PHONE })
       const mine = (await apiCall(alice, 'GET', '/api/v1/bookings/?mine=true&page_size=1')).body.results[0]
       for (const path of ['/', '/bookings', ...(mine ? [`/bookings/${mine.id}`] : [])]) await visit(alicePage, 'alice', path)
       await alice.close()
-      const context = await personIn(browser, 'carol', { locale })
-      const page = await context.newPage()
+      const { context, page } = await personIn(browser, 'carol', { lang: locale, viewport: PHONE })
       for (const path of await allRoutes(context)) await visit(page, 'carol', path)
       await page.context().clearCookies()
       await page.goto('/login')
       await page.locator('[data-testid=login-form]').waitFor()
-      const login = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
-      if (login > 0) wide.push(`/login: ${login} px too wide`)
+      const login = await sidewaysOverflow(page)
+      if (login.px > 0) wide.push(`/login: ${login.px} px too wide (${login.culprits.join(', ')})`)
       assert.deepEqual(wide, [], `pages wider than the ${PHONE.width} px screen`)
       await context.close()
     })
   }
 
   it('bug 13: on a phone the header is one row with a menu, and the form shows cost and availability above Book', async () => {
-    const context = await personIn(browser, 'alice')
-    const page = await context.newPage()
+    const { context, page } = await personIn(browser, 'alice', { viewport: PHONE })
     await page.goto('/bookings/new')
     const header = page.locator('header').first()
     const menu = header.getByRole('button', { name: 'Menu' })
@@ -232,7 +198,7 @@ describe('daily use, part 2 (issue 14)', () => {
     const start = new Date(Date.now() + 5 * 86_400_000)
     start.setUTCHours(8, 0, 0, 0)
     const end = new Date(start.getTime() + (maxHours + 24) * 3_600_000)
-    const tz = (await apiCall(context, 'GET', '/api/v1/me/')).body.timezone
+    const tz = (await me(context)).timezone
     await page.fill('#booking-start', wallTime(start.toISOString(), tz))
     await page.fill('#booking-end', wallTime(end.toISOString(), tz))
 
@@ -247,7 +213,9 @@ describe('daily use, part 2 (issue 14)', () => {
     assert.equal(await countMine(), before, 'nothing was booked')
 
     // The server's own message speaks hours too.
-    const api = await apiCall(context, 'POST', '/api/v1/bookings/', { pool: poolId, start: start.toISOString(), end: end.toISOString() })
+    const api = await apiCall(context, 'POST', '/api/v1/bookings/', {
+      pool: poolId, lab: await firstLab(context), start: start.toISOString(), end: end.toISOString(),
+    })
     assert.equal(api.status, 400)
     assert.match(api.body.message, new RegExp(`(?<![\\d.])${maxHours} hours`))
 

@@ -1,9 +1,9 @@
 // Calendar feeds: a user creates an ICS subscription, sees its secret URL once, a calendar app
 // (no cookies) can fetch it, and revoking it closes it at once; all from the keyboard.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, launch, screenshot, seriousViolations, settle, signIn } from './support.mjs'
+import { BASE_URL, apiCall, screenshot, seriousViolations, settle, signIn, tabTo, useBrowser } from './support.mjs'
 
 /** What a calendar app does: a plain GET of the URL, without the browser's session. */
 async function subscribe(url) {
@@ -11,26 +11,10 @@ async function subscribe(url) {
   return { status: response.status, type: response.headers.get('content-type') ?? '', body: await response.text() }
 }
 
-async function tabTo(page, selector) {
-  for (let i = 0; i < 40; i++) {
-    await page.keyboard.press('Tab')
-    if (await page.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return
-  }
-  throw new Error(`Tab never reached ${selector}`)
-}
-
 const FEED_URL = /\/api\/v1\/feeds\/lgf_([0-9a-f]+)_[A-Za-z0-9_-]+\.ics$/
 
 describe('calendar feeds', () => {
-  let browser
-  const cleanup = []
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    for (const fn of cleanup) await fn().catch(() => {})
-    await browser?.close()
-  })
+  const { browser, cleanup } = useBrowser()
 
   it('a user creates a feed of their bookings, sees the URL once, subscribes and revokes it (keyboard only)', async () => {
     const alice = await signIn(browser, 'alice')

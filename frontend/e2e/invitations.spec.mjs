@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, launch, me, passwordOf, screenshot, seriousViolations, signIn } from './support.mjs'
+import { anonymous, apiCall, me, passwordOf, screenshot, seriousViolations, signIn, useBrowser } from './support.mjs'
 
 const MAIL_DIR = process.env.E2E_MAIL_DIR
 
@@ -34,27 +34,15 @@ function decodedBody(message) {
   return body
 }
 
-async function anonymous(browser, locale) {
-  const context = await browser.newContext({ baseURL: BASE_URL, locale: locale === 'zh-CN' ? 'zh-CN' : 'en-US' })
-  await context.addInitScript((chosen) => localStorage.setItem('labgpu.locale', chosen), locale)
-  const page = await context.newPage()
-  page.on('pageerror', (e) => console.error('[invitee] page error:', e.message))
-  return { context, page }
-}
-
 describe('invitations (issue 16 item 4)', () => {
-  let browser
+  const { browser } = useBrowser()
   let bob
   let vision
   const stamp = Date.now().toString(36)
 
   before(async () => {
-    browser = await launch()
     bob = await signIn(browser, 'bob')
     vision = (await me(bob.context)).memberships.find((m) => m.role === 'lab_admin').lab
-  })
-  after(async () => {
-    await browser?.close()
   })
 
   async function inviteFromMembersPage(email) {

@@ -3,24 +3,19 @@
 // form with it filled in, and books it. The choice is checked against the server: the booking it
 // makes, the other lab's booking it must avoid (with the pool's changeover) and the pool's rules.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { apiCall, launch, listPools, me, screenshot, seriousViolations, signIn, wallTime } from './support.mjs'
+import {
+  apiCall, book, cancelBooking, labNotShared, listPools, me, openedBookingId, screenshot, seriousViolations, signIn,
+  useBrowser, wallTime,
+} from './support.mjs'
 
 const hhmm = (iso, timeZone) => wallTime(iso, timeZone).slice(11, 16)
 const overlaps = (a, b) => Date.parse(a.start) < Date.parse(b.end) && Date.parse(b.start) < Date.parse(a.end)
 const minutes = (iso, n) => new Date(Date.parse(iso) + n * 60_000).toISOString()
 
 describe('keyboard selection of free time (issue 14)', () => {
-  let browser
-  const cleanup = []
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    for (const undo of cleanup) await undo().catch(() => {})
-    await browser?.close()
-  })
+  const { browser, cleanup } = useBrowser()
 
   it('a free time chosen with Tab and Enter opens the booking form with it, and books it', async () => {
     const alice = await signIn(browser, 'alice')
@@ -37,16 +32,14 @@ describe('keyboard selection of free time (issue 14)', () => {
     const q = new URLSearchParams({ start: nine.toISOString(), end: minutes(nine.toISOString(), 24 * 60), duration_minutes: '180' })
     const free = (await apiCall(mallory.context, 'GET', `/api/v1/pools/${pool.id}/availability/?${q}`)).body.next_free?.[0]
     assert.ok(free, 'a free 3 hours for the other lab')
-    // Other specs may add mallory to more labs, alice's among them: book in one alice is not in.
-    const aliceLabs = new Set((await me(alice.context)).memberships.map((m) => m.lab.id))
-    const malloryLab = (await me(mallory.context)).memberships.find((m) => !aliceLabs.has(m.lab.id)).lab.id
-    const theirs = await apiCall(mallory.context, 'POST', '/api/v1/bookings/', { pool: pool.id, lab: malloryLab, start: free.start, end: free.end, purpose: 'keyboard spec other lab' })
-    assert.equal(theirs.status, 201, JSON.stringify(theirs.body))
-    cleanup.push(() => apiCall(mallory.context, 'POST', `/api/v1/bookings/${theirs.body.id}/cancel/`, { reason: 'e2e' }))
+    const theirs = await book(mallory.context, {
+      pool: pool.id, lab: await labNotShared(mallory.context, alice.context), start: free.start, end: free.end, purpose: 'keyboard spec other lab',
+    })
+    cleanup.push(() => cancelBooking(mallory.context, theirs.id))
     await mallory.context.close()
 
     const { page } = alice
-    await page.goto(`/calendar/${pool.id}?view=day&date=${wallTime(theirs.body.start, tz).slice(0, 10)}`)
+    await page.goto(`/calendar/${pool.id}?view=day&date=${wallTime(theirs.start, tz).slice(0, 10)}`)
     await page.locator('[data-testid=calendar] .ec-event.ev-other').first().waitFor()
     const options = page.locator('[data-testid=calendar-free-option]')
     await options.first().waitFor()
@@ -59,7 +52,7 @@ describe('keyboard selection of free time (issue 14)', () => {
       els.map((el) => ({ start: el.dataset.start, end: el.dataset.end, name: el.textContent.trim() })),
     )
     assert.ok(offered.length >= 2, `options: ${JSON.stringify(offered)}`)
-    const held = { start: theirs.body.reserved_start, end: theirs.body.reserved_end }
+    const held = { start: theirs.reserved_start, end: theirs.reserved_end }
     for (const option of offered) {
       const needs = { start: minutes(option.start, -pool.provisioning_lead_minutes), end: minutes(option.end, pool.teardown_grace_minutes) }
       assert.ok(!overlaps(needs, held), `${JSON.stringify(option)} meets the other lab's ${JSON.stringify(held)}`)
@@ -75,7 +68,7 @@ describe('keyboard selection of free time (issue 14)', () => {
       await page.keyboard.press('Tab')
       assert.ok(++steps < 80, 'Tab never reached the free times')
     }
-    const chosen = offered.find((o) => Date.parse(o.start) >= Date.parse(theirs.body.end)) ?? offered[1]
+    const chosen = offered.find((o) => Date.parse(o.start) >= Date.parse(theirs.end)) ?? offered[1]
     while ((await focused()) !== chosen.start) {
       await page.keyboard.press('Tab')
       assert.ok(++steps < 120, 'Tab never reached the chosen free time')
@@ -91,9 +84,8 @@ describe('keyboard selection of free time (issue 14)', () => {
       await page.keyboard.press('Tab')
     }
     await page.keyboard.press('Enter')
-    await page.waitForURL(/\/bookings\/\d+$/)
-    const id = Number(new URL(page.url()).pathname.split('/').pop())
-    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    const id = await openedBookingId(page)
+    cleanup.push(() => cancelBooking(alice.context, id))
 
     // The server holds it, at the time the list offered, and the other lab's booking still stands.
     const booking = (await apiCall(alice.context, 'GET', `/api/v1/bookings/${id}/`)).body
@@ -104,7 +96,7 @@ describe('keyboard selection of free time (issue 14)', () => {
     const busy = (await apiCall(alice.context, 'GET', `/api/v1/pools/${pool.id}/busy/?${new URLSearchParams({ start: minutes(chosen.start, -1440), end: minutes(chosen.end, 1440) })}`)).body
     const blocks = busy.results ?? busy
     assert.ok(blocks.some((b) => b.booking === id || (b.mine && Date.parse(b.start) === Date.parse(chosen.start))))
-    assert.ok(blocks.some((b) => Date.parse(b.start) === Date.parse(theirs.body.start) && !b.mine))
+    assert.ok(blocks.some((b) => Date.parse(b.start) === Date.parse(theirs.start) && !b.mine))
     await alice.context.close()
   })
 })

@@ -2,31 +2,21 @@
 // the pool's next free windows (not only the first); the site admin picks the second one, and the
 // API, the audit log and the blackout's clash list say so.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { apiCall, bookingNumber, freeWindow, launch, listPools, me, screenshot, signIn, wallTime } from './support.mjs'
+import {
+  apiCall, book, bookingNumber, cancelBooking, freeWindow, listPools, me, screenshot, signIn, useBrowser, wallTime,
+} from './support.mjs'
 
 describe('moving a booking out of a blackout (issue 14)', () => {
-  let browser
-  const cleanup = []
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    for (const fn of cleanup) await fn().catch(() => {})
-    await browser?.close()
-  })
+  const { browser, cleanup } = useBrowser()
 
   it('a site admin moves a clashing booking to one of the free windows offered after the blackout', async () => {
     const alice = await signIn(browser, 'alice')
     const pool = (await listPools(alice.context)).find((p) => !p.requires_approval && p.capacity > 1)
     const window = await freeWindow(alice.context, pool, 120)
-    const booked = await apiCall(alice.context, 'POST', '/api/v1/bookings/', {
-      pool: pool.id, start: window.start, end: window.end, purpose: 'e2e to be moved',
-    })
-    assert.equal(booked.status, 201, JSON.stringify(booked.body))
-    const id = booked.body.id
-    cleanup.push(() => apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    const { id } = await book(alice.context, { pool: pool.id, start: window.start, end: window.end, purpose: 'e2e to be moved' })
+    cleanup.push(() => cancelBooking(alice.context, id))
     const reason = `e2e move ${Date.now()}`
 
     const carol = await signIn(browser, 'carol')

@@ -3,41 +3,24 @@
 // and the notebook URL, each with a copy button; the lab admin sees the booking but not these;
 // both languages; axe clean.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, django, launch, listPools, me, seriousViolations, signIn } from './support.mjs'
-
-const lastLine = (text) => text.split('\n').pop().trim()
+import {
+  BASE_URL, apiCall, bookNow, cancelBooking, django, makeReady, personIn, seriousViolations, signIn, useBrowser,
+} from './support.mjs'
 
 /** An on-demand JupyterLab booking of alice's, made ready here (e2e runs no workers, so this
  * plays the lifecycle and the node's bootstrap); returns [id, heartbeat token]. */
 async function readyNotebookBooking(context) {
-  const lab = (await me(context)).memberships[0].lab
-  const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity > 1)
-  const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
-  const booked = await apiCall(context, 'POST', '/api/v1/bookings/', {
-    pool: pool.id, end: end.toISOString(), purpose: 'e2e notebook', lab: lab.id, jupyter: true,
-  })
-  assert.equal(booked.status, 201, JSON.stringify(booked.body))
-  assert.equal(booked.body.jupyter, true)
-  const id = booked.body.id
-  const token = django(`
+  const booked = await bookNow(context, { purpose: 'e2e notebook', jupyter: true })
+  assert.equal(booked.jupyter, true)
+  const token = makeReady(booked.id, { ip: '203.0.113.9', heartbeat: true })
+  django(`
 from labgpu.bookings.models import Booking
 from labgpu.bookings.services import booking_notebook_token
-from labgpu.core.timeutils import now
-from labgpu.provisioning.models import Node
-from labgpu.provisioning.services.sweeps import booking_start
-from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
-booking_start(booking_id=${id})
-token = new_heartbeat_token()
-Node.objects.filter(booking_id=${id}).update(
-    status="ready", provider_id="e2e-nb-${id}", public_ip="203.0.113.9", passed_at=now(), ready_at=now(),
-    status_changed_at=now(), heartbeat_token_hash=hash_secret(token))
-Booking.objects.filter(pk=${id}).update(status="ready", status_changed_at=now())
-booking_notebook_token(booking=Booking.objects.get(pk=${id}))
-print(token)
+booking_notebook_token(booking=Booking.objects.get(pk=${booked.id}))
 `)
-  return [id, lastLine(token)]
+  return [booked.id, token]
 }
 
 async function reportNotebook(token, state) {
@@ -50,13 +33,7 @@ async function reportNotebook(token, state) {
 }
 
 describe('notebooks', () => {
-  let browser
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    await browser?.close()
-  })
+  const { browser } = useBrowser()
 
   it('the booking form offers JupyterLab', async () => {
     const alice = await signIn(browser, 'alice')
@@ -107,14 +84,13 @@ describe('notebooks', () => {
     assert.ok(!(await bob.page.content()).includes(access.url.split('token=')[1]))
 
     // The same panel in Chinese.
-    const zh = await signIn(browser, 'alice', { locale: 'zh-CN' })
-    await zh.context.addInitScript(() => localStorage.setItem('labgpu.locale', 'zh-CN'))
+    const zh = await personIn(browser, 'alice', { lang: 'zh-CN', locale: 'zh-CN' })
     await zh.page.goto(`/bookings/${id}`)
     const zhPanel = zh.page.locator('[data-testid=booking-notebook]')
     await zhPanel.locator('[data-testid=notebook-state]', { hasText: '运行中' }).waitFor()
     assert.match(await zhPanel.locator('[data-testid=notebook-tunnel]').textContent(), /ssh -N -L 8888:127\.0\.0\.1:8888/)
     assert.deepEqual(await seriousViolations(zh.page), [])
     await zh.context.close()
-    await apiCall(alice.context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e done' })
+    await cancelBooking(alice.context, id)
   })
 })

@@ -1,18 +1,12 @@
 // Every main page: it loads, axe finds nothing serious or critical, and a screenshot is kept.
 // The language switcher and the browser-language default are checked here too.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { BASE_URL, launch, screenshot, seriousViolations, settle, signIn } from './support.mjs'
+import { BASE_URL, screenshot, seriousViolations, settle, signIn, useBrowser } from './support.mjs'
 
 describe('pages', () => {
-  let browser
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    await browser?.close()
-  })
+  const { browser } = useBrowser()
 
   it('the login page follows the browser language by default', async () => {
     const context = await browser.newContext({ baseURL: BASE_URL, locale: 'zh-CN' })

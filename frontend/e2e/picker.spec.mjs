@@ -2,31 +2,20 @@
 // browser in en-US and the app in Chinese, the booking form reads `2026-11-30 15:00` (year first,
 // 24-hour), never `11/30/2026, 03:00 PM`, and what is typed is booked in the profile's time zone.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { apiCall, BASE_URL, freeWindow, launch, listPools, me, screenshot, signIn, wallTime } from './support.mjs'
+import {
+  apiCall, cancelBooking, freeWindow, listPools, me, openedBookingId, personIn, screenshot, useBrowser, wallTime,
+} from './support.mjs'
 
 const ZH_WALL = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/
 
 describe('date and time fields follow the app language (issue 14)', () => {
-  let browser
-  const cleanup = []
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    for (const fn of cleanup) await fn().catch(() => {})
-    await browser?.close()
-  })
+  const { browser, cleanup } = useBrowser()
 
   /** alice, her browser in en-US (whose native pickers say AM/PM) and the app in zh-CN. */
   async function aliceInChinese() {
-    const signedIn = await signIn(browser, 'alice')
-    const storageState = await signedIn.context.storageState()
-    await signedIn.context.close()
-    const context = await browser.newContext({ baseURL: BASE_URL, locale: 'en-US', storageState })
-    await context.addInitScript(() => localStorage.setItem('labgpu.locale', 'zh-CN'))
-    return { context, page: await context.newPage() }
+    return personIn(browser, 'alice', { lang: 'zh-CN', locale: 'en-US' })
   }
 
   it('in zh-CN the booking start reads year-first 24-hour and books the typed wall time in the profile zone', async () => {
@@ -74,9 +63,8 @@ describe('date and time fields follow the app language (issue 14)', () => {
     await page.locator('[data-testid=availability] .ok').waitFor()
     await screenshot(page, 'booking-form-zh-CN-datetime')
     await page.click('[data-testid=booking-submit]')
-    await page.waitForURL(/\/bookings\/\d+$/)
-    const id = Number(new URL(page.url()).pathname.split('/').pop())
-    cleanup.push(() => apiCall(context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' }))
+    const id = await openedBookingId(page)
+    cleanup.push(() => cancelBooking(context, id))
 
     // The server's record, in UTC, is the instant the profile zone's clock read what was typed.
     const { body } = await apiCall(context, 'GET', `/api/v1/bookings/${id}/`)

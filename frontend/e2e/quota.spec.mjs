@@ -1,8 +1,8 @@
 // A lab admin asks for more quota, a site admin approves, and the lab's quota bar moves.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { launch, screenshot, signIn } from './support.mjs'
+import { screenshot, signIn, useBrowser } from './support.mjs'
 
 function totalOf(text) {
   // "250 of 400 GPU-hours left" → 400
@@ -11,13 +11,7 @@ function totalOf(text) {
 }
 
 describe('quota', () => {
-  let browser
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    await browser?.close()
-  })
+  const { browser } = useBrowser()
 
   it('an approved quota request moves the quota bar', async () => {
     const bob = await signIn(browser, 'bob')

@@ -3,59 +3,21 @@
 // Bookings are made through the API as the people themselves; the page is checked against what
 // the server holds (ids, times, the pool's rules), never against a value the SPA computed.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { apiCall, django, lastMailAbout, launch, listPools, me, screenshot, seriousViolations, signIn, wallTime } from './support.mjs'
+import {
+  apiCall, book, bookNow, cancelBooking, freeWindow, labNotShared, lastMailAbout, listPools, makeReady, me, openedBookingId,
+  screenshot, seriousViolations, sidewaysOverflow, signIn, useBrowser, wallTime,
+} from './support.mjs'
 
-/** The first free window of `minutes` in `pool` at or after `from` (ISO). */
-async function freeFrom(context, pool, from, minutes) {
-  const to = new Date(Date.parse(from) + 3 * 86_400_000).toISOString()
-  const q = new URLSearchParams({ start: from, end: to, duration_minutes: String(minutes) })
-  const { body } = await apiCall(context, 'GET', `/api/v1/pools/${pool.id}/availability/?${q}`)
-  if (!body.next_free?.length) throw new Error(`no free window in pool ${pool.name} after ${from}`)
-  return body.next_free[0]
-}
+/** Book `window` of `pool` as `context`'s person, in `lab` (default: their first). */
+const bookWindow = (context, pool, window, purpose, lab) =>
+  book(context, { pool: pool.id, start: window.start, end: window.end, purpose, ...(lab ? { lab } : {}) })
 
-async function book(context, pool, window, purpose, avoidLabs = new Set()) {
-  // Other specs may have added the user to more labs: name one, outside `avoidLabs`.
-  const lab = (await me(context)).memberships.find((m) => !avoidLabs.has(m.lab.id)).lab.id
-  const { status, body } = await apiCall(context, 'POST', '/api/v1/bookings/', {
-    pool: pool.id, lab, start: window.start, end: window.end, purpose,
-  })
-  assert.equal(status, 201, JSON.stringify(body))
-  return body
-}
-
-/**
- * A booking of `context`'s person that has been running for two hours on a ready node (the
- * workers' part done here): made on demand, then its start moved two hours back.
- */
+/** A booking of `context`'s person running for two hours on a ready node. */
 async function runningBooking(context, purpose) {
-  // Other specs (notebooks, utilisation) run nodes now too: take the first pool with room.
-  const pools = (await listPools(context)).filter((p) => !p.requires_approval && p.capacity > 1)
-  const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
-  let booked
-  for (const pool of pools) {
-    booked = await apiCall(context, 'POST', '/api/v1/bookings/', { pool: pool.id, end: end.toISOString(), purpose })
-    if (booked.status !== 409) break
-  }
-  assert.equal(booked.status, 201, JSON.stringify(booked.body))
-  const id = booked.body.id
-  django(`
-from datetime import timedelta
-from labgpu.bookings.models import Booking
-from labgpu.core.timeutils import now
-from labgpu.provisioning.models import Node
-from labgpu.provisioning.services.sweeps import booking_start
-booking_start(booking_id=${id})
-Node.objects.filter(booking_id=${id}).update(
-    status="ready", provider_id="e2e-${id}", public_ip="203.0.113.9", passed_at=now(), ready_at=now(),
-    status_changed_at=now())
-b = Booking.objects.get(pk=${id})
-Booking.objects.filter(pk=${id}).update(
-    status="ready", status_changed_at=now(), start=b.start - timedelta(hours=2),
-    reserved_start=b.reserved_start - timedelta(hours=2))
-`)
+  const { id } = await bookNow(context, { purpose })
+  makeReady(id, { ip: '203.0.113.9', hoursAgo: 2 })
   return (await apiCall(context, 'GET', `/api/v1/bookings/${id}/`)).body
 }
 
@@ -65,13 +27,7 @@ const dollars = (text) => Number(text.replace(/[^\d.]/g, ''))
 const hhmm = (iso, timeZone) => wallTime(iso, timeZone).slice(11, 16)
 
 describe('researcher items of issue 14', () => {
-  let browser
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    await browser?.close()
-  })
+  const { browser } = useBrowser()
 
   it('bug 9: the week view shows readable, clickable bookings in the legend’s colours, without contrast errors', async () => {
     const alice = await signIn(browser, 'alice')
@@ -82,10 +38,10 @@ describe('researcher items of issue 14', () => {
     // A morning 4–18 days ahead; the three bookings land on the same day or close to it.
     const day = new Date(Date.now() + (4 + Math.floor(Math.random() * 14)) * 86_400_000)
     day.setUTCHours(1, 0, 0, 0)
-    const mine = await book(alice.context, pool, await freeFrom(alice.context, pool, day.toISOString(), 240), 'bug 9 mine')
-    const labmate = await book(bob.context, pool, await freeFrom(bob.context, pool, mine.start, 240), 'bug 9 labmate')
-    const aliceLabs = new Set((await me(alice.context)).memberships.map((m) => m.lab.id))
-    const other = await book(mallory.context, pool, await freeFrom(mallory.context, pool, mine.start, 240), 'bug 9 other lab', aliceLabs)
+    const mine = await bookWindow(alice.context, pool, await freeWindow(alice.context, pool, 240, day.toISOString()), 'bug 9 mine')
+    const labmate = await bookWindow(bob.context, pool, await freeWindow(bob.context, pool, 240, mine.start), 'bug 9 labmate')
+    const otherLab = await labNotShared(mallory.context, alice.context)
+    const other = await bookWindow(mallory.context, pool, await freeWindow(mallory.context, pool, 240, mine.start), 'bug 9 other lab', otherLab)
     await bob.context.close()
     await mallory.context.close()
 
@@ -180,11 +136,10 @@ describe('researcher items of issue 14', () => {
     assert.equal(await page.inputValue('#booking-end'), wallTime(new Date(chosen.getTime() + 4 * 3_600_000).toISOString(), tz))
     await page.fill('#booking-purpose', 'research start now')
     await page.locator('[data-testid=booking-submit]').click()
-    await page.waitForURL(/\/bookings\/\d+$/)
-    const id = Number(new URL(page.url()).pathname.split('/').pop())
+    const id = await openedBookingId(page)
     const booked = (await apiCall(context, 'GET', `/api/v1/bookings/${id}/`)).body
     assert.equal(Date.parse(booked.start), chosen.getTime())
-    await apiCall(context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+    await cancelBooking(context, id)
     await context.close()
   })
 
@@ -210,16 +165,16 @@ describe('researcher items of issue 14', () => {
     await confirm.waitFor({ state: 'detached' })
     const extended = (await apiCall(context, 'GET', `/api/v1/bookings/${booking.id}/`)).body
     assert.equal(Date.parse(extended.end), Date.parse(booking.end) + 3_600_000)
-    await apiCall(context, 'POST', `/api/v1/bookings/${booking.id}/cancel/`, { reason: 'e2e' })
+    await cancelBooking(context, booking.id)
     await context.close()
   })
 
   it('feature 3: Book again opens the form with the earlier booking’s pool, length and purpose', async () => {
     const { context, page } = await signIn(browser, 'alice')
     const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity >= 3)
-    const window = await freeFrom(context, pool, new Date(Date.now() + 3 * 86_400_000).toISOString(), 180)
-    const earlier = await book(context, pool, window, `research again ${Date.now()}`)
-    await apiCall(context, 'POST', `/api/v1/bookings/${earlier.id}/cancel/`, { reason: 'e2e' })
+    const window = await freeWindow(context, pool, 180, new Date(Date.now() + 3 * 86_400_000).toISOString())
+    const earlier = await bookWindow(context, pool, window, `research again ${Date.now()}`)
+    await cancelBooking(context, earlier.id)
 
     await page.goto(`/bookings/${earlier.id}`)
     await page.locator('[data-testid=booking-again]').click()
@@ -229,14 +184,13 @@ describe('researcher items of issue 14', () => {
     assert.equal(await page.inputValue('#booking-purpose'), earlier.purpose)
     // The form’s default start, the earlier booking’s length.
     await page.locator('[data-testid=booking-submit]').click()
-    await page.waitForURL(/\/bookings\/\d+$/)
-    const id = Number(new URL(page.url()).pathname.split('/').pop())
+    const id = await openedBookingId(page)
     assert.notEqual(id, earlier.id)
     const again = (await apiCall(context, 'GET', `/api/v1/bookings/${id}/`)).body
     assert.equal(again.pool, pool.id)
     assert.equal(again.purpose, earlier.purpose)
     assert.equal(Date.parse(again.end) - Date.parse(again.start), Date.parse(earlier.end) - Date.parse(earlier.start))
-    await apiCall(context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+    await cancelBooking(context, id)
     await context.close()
   })
 
@@ -246,9 +200,9 @@ describe('researcher items of issue 14', () => {
     const pools = (await listPools(context)).filter((p) => !p.requires_approval)
     const [poolA, poolB] = [pools.find((p) => p.capacity >= 3), pools.find((p) => p.capacity < 3)]
     const from = new Date(Date.now() + (25 + Math.floor(Math.random() * 10)) * 86_400_000).toISOString()
-    const wanted = await book(context, poolA, await freeFrom(context, poolA, from, 120), 'research filter wanted')
-    const otherPool = await book(context, poolB, await freeFrom(context, poolB, wanted.start, 120), 'research filter other pool')
-    const otherDay = await book(context, poolA, await freeFrom(context, poolA, new Date(Date.parse(wanted.start) + 3 * 86_400_000).toISOString(), 120), 'research filter other day')
+    const wanted = await bookWindow(context, poolA, await freeWindow(context, poolA, 120, from), 'research filter wanted')
+    const otherPool = await bookWindow(context, poolB, await freeWindow(context, poolB, 120, wanted.start), 'research filter other pool')
+    const otherDay = await bookWindow(context, poolA, await freeWindow(context, poolA, 120, new Date(Date.parse(wanted.start) + 3 * 86_400_000).toISOString()), 'research filter other day')
     const day = wallTime(wanted.start, tz).slice(0, 10)
     assert.notEqual(wallTime(otherDay.start, tz).slice(0, 10), day)
 
@@ -278,11 +232,11 @@ describe('researcher items of issue 14', () => {
       assert.equal(await page.inputValue('#pool-filter'), String(poolA.id))
       assert.equal(await page.inputValue('#from-filter'), day)
       assert.equal(await page.inputValue('#status-filter'), 'scheduled')
-      const sideways = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
-      assert.ok(sideways <= 0, `${pass}: the page scrolls ${sideways}px sideways at 390 px`)
+      const sideways = await sidewaysOverflow(page)
+      assert.ok(sideways.px <= 0, `${pass}: the page scrolls ${sideways.px}px sideways at 390 px (${sideways.culprits.join(', ')})`)
       await page.reload()
     }
-    for (const b of [wanted, otherPool, otherDay]) await apiCall(context, 'POST', `/api/v1/bookings/${b.id}/cancel/`, { reason: 'e2e' })
+    for (const b of [wanted, otherPool, otherDay]) await cancelBooking(context, b.id)
     await context.close()
   })
 
@@ -290,8 +244,8 @@ describe('researcher items of issue 14', () => {
     const { context, page } = await signIn(browser, 'alice')
     const profile = await me(context)
     const pool = (await listPools(context)).find((p) => p.requires_approval)
-    const window = await freeFrom(context, pool, new Date(Date.now() + (40 + Math.floor(Math.random() * 10)) * 86_400_000).toISOString(), 120)
-    const booking = await book(context, pool, window, 'research notification')
+    const window = await freeWindow(context, pool, 120, new Date(Date.now() + (40 + Math.floor(Math.random() * 10)) * 86_400_000).toISOString())
+    const booking = await bookWindow(context, pool, window, 'research notification')
     const bob = await signIn(browser, 'bob')
     const approved = await apiCall(bob.context, 'POST', `/api/v1/bookings/${booking.id}/approve/`, { reason: 'ok' })
     assert.equal(approved.status, 200, JSON.stringify(approved.body))
@@ -320,7 +274,7 @@ describe('researcher items of issue 14', () => {
     assert.ok(mine.find((n) => n.id === id).read_at, 'the server recorded it as read')
     const unreadAfter = (await apiCall(context, 'GET', '/api/v1/notifications/?unread=true')).body.count
     assert.equal(unreadAfter, unreadBefore - 1)
-    await apiCall(context, 'POST', `/api/v1/bookings/${booking.id}/cancel/`, { reason: 'e2e' })
+    await cancelBooking(context, booking.id)
     await context.close()
   })
 })

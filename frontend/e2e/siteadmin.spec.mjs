@@ -3,9 +3,11 @@
 // lab with an admin, a maintenance window, the nodes page. Each step is checked against the API
 // and the database (audit log), not only against what the page says.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 
-import { apiCall, django, launch, me, screenshot, seriousViolations, settle, signIn, wallTime } from './support.mjs'
+import {
+  apiCall, djangoValue, me, screenshot, seriousViolations, settle, sidewaysOverflow, signIn, useBrowser, wallTime,
+} from './support.mjs'
 
 const stamp = Date.now().toString(36)
 const TYPE = { name: `E2E MI300X ${stamp}`, slug: `e2e-type-${stamp}` }
@@ -19,15 +21,9 @@ async function get(context, path) {
 }
 
 async function noSidewaysScroll(page) {
-  const { scroll, client } = await page.evaluate(() => ({
-    scroll: document.documentElement.scrollWidth,
-    client: document.documentElement.clientWidth,
-  }))
-  assert.ok(scroll <= client, `page scrolls sideways: ${scroll} > ${client}`)
+  const { px, culprits } = await sidewaysOverflow(page)
+  assert.ok(px <= 0, `page scrolls ${px} px sideways (${culprits.join(', ')})`)
 }
-
-/** The last line the server's Django shell printed (it may greet first). */
-const djangoValue = (code) => django(code).split('\n').pop().trim()
 
 function auditCount(action, targetId) {
   return Number(
@@ -38,19 +34,16 @@ function auditCount(action, targetId) {
 }
 
 describe('site admin daily work', () => {
-  let browser, carol, page
+  const { browser } = useBrowser()
+  let carol, page
   const made = {}
   const adminRequests = []
   before(async () => {
-    browser = await launch()
     carol = await signIn(browser, 'carol')
     page = carol.page
     page.on('request', (r) => {
       if (new URL(r.url()).pathname.startsWith('/admin/')) adminRequests.push(r.url())
     })
-  })
-  after(async () => {
-    await browser?.close()
   })
 
   it('creates an instance type, showing the API field errors first', async () => {

@@ -3,25 +3,15 @@
 // both languages, the round trip through the provider's sign-in and consent pages back to the deep
 // link, memberships from the groups claim, and logout that ends the provider's session too.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, launch, me, screenshot, signIn } from './support.mjs'
+import { BASE_URL, anonymous, apiCall, me, screenshot, signIn, useBrowser } from './support.mjs'
 
 const ISSUER = process.env.E2E_OIDC_ISSUER
 
-async function anonymous(browser, locale = 'en') {
-  const context = await browser.newContext({ baseURL: BASE_URL, locale: locale === 'zh-CN' ? 'zh-CN' : 'en-US' })
-  await context.addInitScript((chosen) => localStorage.setItem('labgpu.locale', chosen), locale)
-  const page = await context.newPage()
-  page.on('pageerror', (e) => console.error('[sso] page error:', e.message))
-  return { context, page }
-}
-
 describe('single sign-on with OpenID Connect', { skip: ISSUER ? false : 'no test OpenID Provider (Node missing)' }, () => {
-  let browser
-
+  const { browser } = useBrowser()
   before(async () => {
-    browser = await launch()
     // Carol (site admin) maps the directory group dana is in to the vision lab.
     const carol = await signIn(browser, 'carol')
     const labs = (await apiCall(carol.context, 'GET', '/api/v1/labs/')).body.results
@@ -33,9 +23,6 @@ describe('single sign-on with OpenID Connect', { skip: ISSUER ? false : 'no test
     })
     assert.equal(made.status, 201, JSON.stringify(made.body))
     await carol.context.close()
-  })
-  after(async () => {
-    await browser?.close()
   })
 
   it('shows the provider button in Chinese', async () => {

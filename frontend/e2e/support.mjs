@@ -1,8 +1,10 @@
 // Shared set-up for the end-to-end specs: Debian's Chromium driven by playwright-core against a
 // live LabGPU (Django serving the built SPA, seeded with `manage.py seed_demo`).
+import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { after, before } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
 import AxeBuilder from '@axe-core/playwright'
@@ -24,6 +26,32 @@ function loadPasswords() {
   return (username) => byName.get(username) ?? fallback
 }
 export const passwordOf = loadPasswords()
+
+/**
+ * Call inside a describe(): `const { browser, cleanup } = useBrowser()`. One Chromium for its tests,
+ * launched before the first and closed after the last, once the undo steps the tests pushed onto
+ * `cleanup` have run (in the order pushed; one that fails is ignored). `browser` stands for the
+ * Chromium that before() launches (calls go through to it), so it can be taken at describe time.
+ */
+export function useBrowser() {
+  let launched
+  const cleanup = []
+  before(async () => {
+    launched = await launch()
+  })
+  after(async () => {
+    for (const undo of cleanup) await undo().catch(() => {})
+    await launched?.close()
+  })
+  const browser = new Proxy({}, {
+    get(_, key) {
+      if (!launched) throw new Error('the browser is launched in before(): use it inside a hook or a test')
+      const value = launched[key]
+      return typeof value === 'function' ? value.bind(launched) : value
+    },
+  })
+  return { browser, cleanup }
+}
 
 export async function launch() {
   return chromium.launch({
@@ -88,6 +116,30 @@ export async function signIn(browser, username, { locale = 'en-US' } = {}) {
   return { context, page }
 }
 
+/**
+ * A new context for `username` (signed in, nothing in its cache yet) with the app in `lang`
+ * ('en' or 'zh-CN'); `options` are the context's own (viewport, the browser's locale, timezoneId…).
+ */
+export async function personIn(browser, username, { lang = 'en', ...options } = {}) {
+  const signedIn = await signIn(browser, username)
+  const storageState = await signedIn.context.storageState()
+  await signedIn.context.close()
+  const context = await browser.newContext({ baseURL: BASE_URL, viewport: { width: 1280, height: 900 }, storageState, ...options })
+  await context.addInitScript((chosen) => localStorage.setItem('labgpu.locale', chosen), lang)
+  const page = await context.newPage()
+  page.on('pageerror', (e) => console.error(`[${username}] page error:`, e.message))
+  return { context, page }
+}
+
+/** A signed-out context, the browser and the app in `lang` ('en' or 'zh-CN'). */
+export async function anonymous(browser, lang = 'en') {
+  const context = await browser.newContext({ baseURL: BASE_URL, locale: lang === 'zh-CN' ? 'zh-CN' : 'en-US' })
+  await context.addInitScript((chosen) => localStorage.setItem('labgpu.locale', chosen), lang)
+  const page = await context.newPage()
+  page.on('pageerror', (e) => console.error('[signed out] page error:', e.message))
+  return { context, page }
+}
+
 /** Call the API inside the signed-in session (cookies shared with the page), with CSRF. */
 export async function apiCall(context, method, path, data) {
   const cookies = await context.cookies(BASE_URL)
@@ -106,12 +158,13 @@ export async function listPools(context) {
   return body.results
 }
 
-/** The next free window of `minutes` in `pool`, searching from a random day 2–20 days ahead. */
+/** The first free window of `minutes` in `pool` at or after `from` (a Date or ISO; default a random hour 2–20 days ahead). */
 export async function freeWindow(context, pool, minutes, from = randomFutureHour()) {
-  const to = new Date(from.getTime() + 5 * 86_400_000)
-  const q = new URLSearchParams({ start: from.toISOString(), end: to.toISOString(), duration_minutes: String(minutes) })
+  const start = new Date(from)
+  const to = new Date(start.getTime() + 5 * 86_400_000)
+  const q = new URLSearchParams({ start: start.toISOString(), end: to.toISOString(), duration_minutes: String(minutes) })
   const { body } = await apiCall(context, 'GET', `/api/v1/pools/${pool.id}/availability/?${q}`)
-  if (!body.next_free?.length) throw new Error(`no free window in pool ${pool.name}`)
+  if (!body.next_free?.length) throw new Error(`no free window in pool ${pool.name} after ${start.toISOString()}`)
   return body.next_free[0]
 }
 
@@ -143,12 +196,109 @@ export async function me(context) {
   return (await apiCall(context, 'GET', '/api/v1/me/')).body
 }
 
+/**
+ * The lab `context`'s person books for: their first membership, always named, because other specs
+ * may have added them to more labs (then the API asks "which lab?").
+ */
+export async function firstLab(context) {
+  return (await me(context)).memberships[0].lab.id
+}
+
+/** A lab of `context`'s person that `other`'s person is not in: other specs may add people to more labs. */
+export async function labNotShared(context, other) {
+  const theirs = new Set((await me(other)).memberships.map((m) => m.lab.id))
+  return (await me(context)).memberships.find((m) => !theirs.has(m.lab.id)).lab.id
+}
+
+/** Book as `context`'s person (`fields`: pool, start, end, purpose…; lab defaults to firstLab). Must succeed. */
+export async function book(context, fields) {
+  const { status, body } = await apiCall(context, 'POST', '/api/v1/bookings/', { lab: await firstLab(context), ...fields })
+  assert.equal(status, 201, JSON.stringify(body))
+  return body
+}
+
+/** Cancel booking `id` as `context`'s person: the usual undo step of a booking a test made. */
+export function cancelBooking(context, id) {
+  return apiCall(context, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+}
+
+/**
+ * An on-demand booking (from now to the hour after next) in the first open pool with a node free
+ * now: in the whole suite other specs' running nodes may have filled the first pools.
+ */
+export async function bookNow(context, fields) {
+  const lab = await firstLab(context)
+  const pools = (await listPools(context)).filter((p) => !p.requires_approval && p.capacity > 1)
+  const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
+  let booked
+  for (const pool of pools) {
+    booked = await apiCall(context, 'POST', '/api/v1/bookings/', { pool: pool.id, lab, end: end.toISOString(), ...fields })
+    if (booked.status !== 409) break
+  }
+  assert.equal(booked?.status, 201, JSON.stringify(booked?.body))
+  return booked.body
+}
+
+/**
+ * The workers' part of booking `id`, which an e2e run has none of: start it and make its node ready
+ * at `ip`, its start moved `hoursAgo` back. With `heartbeat`, returns the node agent's new token.
+ */
+export function makeReady(id, { ip, hoursAgo = 0, heartbeat = false }) {
+  return djangoValue(`
+from datetime import timedelta
+from labgpu.bookings.models import Booking
+from labgpu.core.timeutils import now
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.services.sweeps import booking_start
+from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
+booking_start(booking_id=${id})
+token = new_heartbeat_token() if ${heartbeat ? 'True' : 'False'} else ""
+Node.objects.filter(booking_id=${id}).update(
+    status="ready", provider_id="e2e-${id}", public_ip="${ip}", passed_at=now(), ready_at=now(),
+    status_changed_at=now(), **({"heartbeat_token_hash": hash_secret(token)} if token else {}))
+b = Booking.objects.get(pk=${id})
+Booking.objects.filter(pk=${id}).update(
+    status="ready", status_changed_at=now(), start=b.start - timedelta(hours=${hoursAgo}),
+    reserved_start=b.reserved_start - timedelta(hours=${hoursAgo}))
+print(token)
+`)
+}
+
 /** Run axe on the page; return the serious and critical violations (which must be none). */
 export async function seriousViolations(page) {
   const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze()
   return results.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`)
+}
+
+/** Press Tab until `selector` has the focus (at most 40 times). */
+export async function tabTo(page, selector) {
+  for (let i = 0; i < 40; i++) {
+    await page.keyboard.press('Tab')
+    if (await page.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return
+  }
+  throw new Error(`Tab never reached ${selector}`)
+}
+
+/** After the booking form's submit: wait for the new booking's page and return its id. */
+export async function openedBookingId(page) {
+  await page.waitForURL(/\/bookings\/\d+$/)
+  return Number(new URL(page.url()).pathname.split('/').pop())
+}
+
+/**
+ * How far the page reaches past the right edge of the window (≤ 0: it does not scroll sideways),
+ * with the innermost elements that stick out, to say what to fix.
+ */
+export async function sidewaysOverflow(page) {
+  return page.evaluate(() => ({
+    px: document.documentElement.scrollWidth - window.innerWidth,
+    culprits: [...document.querySelectorAll('body *')]
+      .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && ![...e.children].some((c) => c.getBoundingClientRect().right > window.innerWidth + 1))
+      .slice(0, 3)
+      .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} ${Math.round(e.getBoundingClientRect().right)}`),
+  }))
 }
 
 export async function screenshot(page, name) {
@@ -175,6 +325,11 @@ export function django(code) {
   })
   if (result.status !== 0) throw new Error(`manage.py shell failed: ${result.stderr}`)
   return result.stdout.trim()
+}
+
+/** The last line Django printed for `code` (the shell may greet first): the value the code prints. */
+export function djangoValue(code) {
+  return django(code).split('\n').pop().trim()
 }
 
 /** A RegExp for booking `id`'s number in a text: "#8" never matches the "#87" of booking 87. */

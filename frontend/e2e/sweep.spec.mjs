@@ -3,9 +3,9 @@
 // critical violation. The list of pages comes from the running SPA's own router, so a route added
 // later is swept without touching this file.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, launch, screenshot, seriousViolations, signIn } from './support.mjs'
+import { BASE_URL, apiCall, screenshot, seriousViolations, sidewaysOverflow, signIn, useBrowser } from './support.mjs'
 
 // `make screenshots` (E2E_SCREENSHOT_DIR set) keeps these pages in docs/screenshots, per language
 // and size: the ones that show the product with the demo's weeks of history.
@@ -45,11 +45,10 @@ function concretePath(path, samples, missing) {
 const personFor = (route) => (route.public ? null : route.role ? 'carol' : 'alice')
 
 describe('sweep: every route, both languages, desktop and phone (issue 14)', () => {
-  let browser
+  const { browser } = useBrowser()
   let plan // [{ who, path }]
   const storage = {}
   before(async () => {
-    browser = await launch()
     for (const who of ['alice', 'carol']) {
       const { context } = await signIn(browser, who)
       storage[who] = await context.storageState()
@@ -76,9 +75,6 @@ describe('sweep: every route, both languages, desktop and phone (issue 14)', () 
       assert.ok(plan.some((p) => p.path === path), `the router has no ${path}`)
     }
     assert.ok(plan.some((p) => /^\/bookings\/\d+$/.test(p.path)), 'a booking detail page is swept')
-  })
-  after(async () => {
-    await browser?.close()
   })
 
   /** Open `path` as `who` and wait for its heading and data. */
@@ -108,15 +104,8 @@ describe('sweep: every route, both languages, desktop and phone (issue 14)', () 
             const landed = new URL(page.url()).pathname
             if (landed !== path) problems.push(`${label}: redirected to ${landed}`)
             if (viewport === PHONE) {
-              const wide = await page.evaluate(() => ({
-                scrollWidth: document.documentElement.scrollWidth,
-                innerWidth: window.innerWidth,
-                culprits: [...document.querySelectorAll('body *')]
-                  .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && ![...e.children].some((c) => c.getBoundingClientRect().right > window.innerWidth + 1))
-                  .slice(0, 3)
-                  .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} ${Math.round(e.getBoundingClientRect().right)}`),
-              }))
-              if (wide.scrollWidth > wide.innerWidth) problems.push(`${label}: ${wide.scrollWidth} px wide (${wide.culprits.join(', ')})`)
+              const wide = await sidewaysOverflow(page)
+              if (wide.px > 0) problems.push(`${label}: ${wide.px} px too wide (${wide.culprits.join(', ')})`)
             }
             for (const v of await seriousViolations(page)) problems.push(`${label}: ${v}`)
             if (process.env.E2E_SCREENSHOT_DIR && SHOWCASE.has(name)) {

@@ -3,21 +3,15 @@
 // daylight-saving change. Usage is written straight into the database (what the meter records),
 // then read back through the page.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { django, launch, me, signIn } from './support.mjs'
+import { django, me, signIn, useBrowser } from './support.mjs'
 
 /** `YYYY-MM-DD` of the UTC day `n` days ago. */
 const utcDay = (n) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)
 
 describe('usage (issue 14 bug 7)', () => {
-  let browser
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    await browser?.close()
-  })
+  const { browser } = useBrowser()
 
   it('two hours across midnight UTC land on two Shanghai days (server and page), the axis starts at "From"', async () => {
     const { context, page } = await signIn(browser, 'alice')

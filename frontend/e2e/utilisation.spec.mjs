@@ -2,44 +2,17 @@
 // a real heartbeat token, become sparklines; an idle warning offers "Keep", which the server
 // records; both languages; axe clean.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, django, launch, listPools, me, seriousViolations, signIn } from './support.mjs'
+import {
+  BASE_URL, apiCall, bookNow, djangoValue, makeReady, personIn, seriousViolations, signIn, useBrowser,
+} from './support.mjs'
 
 /** An on-demand booking of alice's, made ready here (e2e runs no workers); returns [id, agent token]. */
 async function readyBooking(context) {
-  const lab = (await me(context)).memberships[0].lab
-  // Other specs run nodes now too: take the first open pool with room.
-  const pools = (await listPools(context)).filter((p) => !p.requires_approval && p.capacity > 1)
-  const end = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000)
-  let booked
-  for (const pool of pools) {
-    booked = await apiCall(context, 'POST', '/api/v1/bookings/', {
-      pool: pool.id, end: end.toISOString(), purpose: 'e2e utilisation', lab: lab.id,
-    })
-    if (booked.status !== 409) break
-  }
-  assert.equal(booked.status, 201, JSON.stringify(booked.body))
-  const id = booked.body.id
-  const token = django(`
-from labgpu.bookings.models import Booking
-from labgpu.core.timeutils import now
-from labgpu.provisioning.models import Node
-from labgpu.provisioning.services.sweeps import booking_start
-from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
-booking_start(booking_id=${id})
-token = new_heartbeat_token()
-Node.objects.filter(booking_id=${id}).update(
-    status="ready", provider_id="e2e-${id}", public_ip="203.0.113.8", passed_at=now(), ready_at=now(),
-    status_changed_at=now(), heartbeat_token_hash=hash_secret(token))
-Booking.objects.filter(pk=${id}).update(status="ready", status_changed_at=now())
-print(token)
-`)
-  return [id, lastLine(token)]
+  const { id } = await bookNow(context, { purpose: 'e2e utilisation' })
+  return [id, makeReady(id, { ip: '203.0.113.8', heartbeat: true })]
 }
-
-/** The last line django() printed (the shell may print a banner first). */
-const lastLine = (text) => text.split('\n').pop().trim()
 
 async function heartbeat(token, util) {
   const response = await fetch(`${BASE_URL}/api/v1/agent/heartbeat/`, {
@@ -58,15 +31,7 @@ async function heartbeat(token, util) {
 }
 
 describe('live utilisation', () => {
-  let browser
-  let poolId
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    if (poolId) django(`from labgpu.catalog.models import NodePool; NodePool.objects.filter(pk=${poolId}).update(idle_reclaim_minutes=None)`)
-    await browser?.close()
-  })
+  const { browser, cleanup } = useBrowser()
 
   it('the booking page charts the heartbeats and the owner keeps an idle booking', async () => {
     const alice = await signIn(browser, 'alice')
@@ -85,7 +50,7 @@ describe('live utilisation', () => {
     assert.deepEqual(await seriousViolations(page), [])
 
     // The pool's idle policy warned the owner (the sweep's step, done here: e2e runs no beat).
-    poolId = JSON.parse(lastLine(django(`
+    const poolId = JSON.parse(djangoValue(`
 import json
 from labgpu.bookings.models import Booking
 from labgpu.core.timeutils import now
@@ -96,7 +61,10 @@ b.pool.idle_grace_minutes = 15
 b.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes"])
 BookingUtilisation.objects.filter(booking_id=${id}).update(idle_warned_at=now())
 print(json.dumps(b.pool_id))
-`)))
+`))
+    cleanup.push(async () =>
+      djangoValue(`from labgpu.catalog.models import NodePool; NodePool.objects.filter(pk=${poolId}).update(idle_reclaim_minutes=None)`),
+    )
     await page.reload()
     const warning = page.locator('[data-testid=idle-warning]')
     await warning.waitFor()
@@ -107,12 +75,11 @@ print(json.dumps(b.pool_id))
     const after = (await apiCall(alice.context, 'GET', `/api/v1/bookings/${id}/utilisation/`)).body
     assert.equal(after.idle_warned_at, null)
     assert.ok(after.idle_policy && after.idle_policy.idle_minutes === 30)
-    const audited = django(`from labgpu.audit.models import AuditEvent; print(AuditEvent.objects.filter(action="booking.idle_keep", target_id="${id}").count())`)
-    assert.equal(lastLine(audited), '1')
+    const audited = djangoValue(`from labgpu.audit.models import AuditEvent; print(AuditEvent.objects.filter(action="booking.idle_keep", target_id="${id}").count())`)
+    assert.equal(audited, '1')
 
     // The same page in Chinese.
-    const zh = await signIn(browser, 'alice', { locale: 'zh-CN' })
-    await zh.context.addInitScript(() => localStorage.setItem('labgpu.locale', 'zh-CN'))
+    const zh = await personIn(browser, 'alice', { lang: 'zh-CN', locale: 'zh-CN' })
     await zh.page.goto(`/bookings/${id}`)
     const zhPanel = zh.page.locator('[data-testid=booking-utilisation]')
     await zhPanel.locator('[data-testid=spark-util] polyline').waitFor()
@@ -126,7 +93,7 @@ print(json.dumps(b.pool_id))
     const alice = await signIn(browser, 'alice')
     // Two metered hours yesterday of which the heartbeats saw one in use at 50 % (what the meter
     // and utilisation_record write; both tested on the server), written straight to the database.
-    const id = lastLine(django(`
+    const id = djangoValue(`
 from datetime import timedelta
 from labgpu.accounts.models import User
 from labgpu.bookings.models import Booking
@@ -146,7 +113,7 @@ booking = _booking(user=alice, pool=pool, start=start, end=end, slot=0, purpose=
 _usage(node=_node(booking=booking, attempt=1, start=start, end=end), start=start, end=end, charged=True)
 BookingUtilisation.objects.create(booking=booking, observed_s=7200, active_s=3600, utilisation_s=7200 * 50)
 print(booking.pk)
-`))
+`)
     const page = alice.page
     await page.goto('/usage')
     await page.locator('#usage-group').selectOption('booking')

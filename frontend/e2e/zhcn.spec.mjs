@@ -4,21 +4,11 @@
 // SPA computed about itself.
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, django, freeWindow, launch, listPools, me, screenshot, seriousViolations, signIn } from './support.mjs'
-
-/** A signed-in context for `username`, its pages in `locale` ('en' or 'zh-CN'). */
-async function personIn(browser, username, locale = 'en', options = {}) {
-  const signedIn = await signIn(browser, username)
-  const storageState = await signedIn.context.storageState()
-  await signedIn.context.close()
-  const context = await browser.newContext({ baseURL: BASE_URL, viewport: { width: 1280, height: 900 }, storageState, ...options })
-  await context.addInitScript((l) => localStorage.setItem('labgpu.locale', l), locale)
-  const page = await context.newPage()
-  page.on('pageerror', (e) => console.error(`[${username}] page error:`, e.message))
-  return { context, page }
-}
+import {
+  apiCall, book, cancelBooking, django, freeWindow, listPools, me, personIn, screenshot, seriousViolations, signIn, useBrowser,
+} from './support.mjs'
 
 const messages = {
   en: JSON.parse(readFileSync(new URL('../src/i18n/en.json', import.meta.url), 'utf8')),
@@ -29,17 +19,11 @@ const messages = {
 const weekday = (locale, date) => new Intl.DateTimeFormat(locale, { weekday: 'short', timeZone: 'UTC' }).format(date)
 
 describe('zh-CN and daily use (issue 14, zhcn)', () => {
-  let browser
-  before(async () => {
-    browser = await launch()
-  })
-  after(async () => {
-    await browser?.close()
-  })
+  const { browser } = useBrowser()
 
   for (const [locale, firstDay] of [['zh-CN', 'Monday'], ['en', 'Sunday']]) {
     it(`item 1: the calendar's weeks start on ${firstDay} in ${locale}`, async () => {
-      const { context, page } = await personIn(browser, 'alice', locale)
+      const { context, page } = await personIn(browser, 'alice', { lang: locale })
       // 2026-12-02 is a Wednesday: the month grid's first column is the locale's first weekday.
       await page.goto('/calendar?date=2026-12-02&view=month')
       const header = page.locator('[data-testid=calendar] .ec-month-view .ec-col-head').first()
@@ -58,7 +42,7 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
     const pool = pools.find((p) => p.requires_approval)
     assert.ok(pool, 'the demo data has a pool that needs approval')
     for (const [locale, badge] of [['en', 'needs approval'], ['zh-CN', '需审批']]) {
-      const { context, page } = await personIn(browser, 'alice', locale)
+      const { context, page } = await personIn(browser, 'alice', { lang: locale })
       await page.goto(`/bookings/new?pool=${pool.id}`)
       await page.locator('#booking-pool').waitFor()
       await page.selectOption('#booking-pool', String(pool.id))
@@ -81,12 +65,11 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
     const { context } = await signIn(browser, 'alice')
     const pool = (await listPools(context)).find((p) => !p.requires_approval && p.capacity > 1)
     const window = await freeWindow(context, pool, 120)
-    const created = await apiCall(context, 'POST', '/api/v1/bookings/', { pool: pool.id, start: window.start, end: window.end, purpose: 'e2e ready term' })
-    assert.equal(created.status, 201, JSON.stringify(created.body))
+    const created = await book(context, { pool: pool.id, start: window.start, end: window.end, purpose: 'e2e ready term' })
     // No workers run in the browser suite: put the booking into its ready state directly.
-    django(`from labgpu.bookings.models import Booking; Booking.objects.filter(pk=${created.body.id}).update(status="ready")`)
-    const { context: zh, page } = await personIn(browser, 'alice', 'zh-CN')
-    await page.goto(`/bookings/${created.body.id}`)
+    django(`from labgpu.bookings.models import Booking; Booking.objects.filter(pk=${created.id}).update(status="ready")`)
+    const { context: zh, page } = await personIn(browser, 'alice', { lang: 'zh-CN' })
+    await page.goto(`/bookings/${created.id}`)
     const badge = page.locator('main .badge[data-status=ready]').first()
     await badge.waitFor()
     assert.equal((await badge.textContent()).trim(), '就绪')
@@ -98,7 +81,7 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
   for (const locale of ['zh-CN', 'en']) {
     it(`item 2: the time-zone picker is a labelled, searchable combobox with offsets, common zones first (${locale})`, async () => {
       // A browser zone outside the common list, so "the browser's zone first" can be seen.
-      const { context, page } = await personIn(browser, 'mallory', locale, { timezoneId: 'Atlantic/Reykjavik' })
+      const { context, page } = await personIn(browser, 'mallory', { lang: locale, timezoneId: 'Atlantic/Reykjavik' })
       const before = (await me(context)).timezone
       await page.goto('/profile')
       const box = page.getByRole('combobox', { name: messages[locale].profile.timeZone })
@@ -153,15 +136,13 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
       const carol = (await signIn(browser, 'carol')).context
       const bobApi = (await signIn(browser, 'bob')).context
       const pool = (await listPools(alice)).find((p) => p.requires_approval)
-      const book = async (minutes, purpose) => {
+      const pending = async (minutes, purpose) => {
         const w = await freeWindow(alice, pool, minutes)
         const end = new Date(new Date(w.start).getTime() + Math.min(minutes, 120) * 60_000).toISOString()
-        const made = await apiCall(alice, 'POST', '/api/v1/bookings/', { pool: pool.id, start: w.start, end, purpose })
-        assert.equal(made.status, 201, JSON.stringify(made.body))
-        return { ...made.body, window: w }
+        return { ...(await book(alice, { pool: pool.id, start: w.start, end, purpose })), window: w }
       }
       // An approved booking whose extension waits, with maintenance declared over the asked time.
-      const extended = await book(240, `e2e ext ${locale}`)
+      const extended = await pending(240, `e2e ext ${locale}`)
       assert.equal((await apiCall(bobApi, 'POST', `/api/v1/bookings/${extended.id}/approve/`, {})).status, 200)
       const ask = await apiCall(alice, 'POST', `/api/v1/bookings/${extended.id}/extend/`, { end: extended.window.end })
       assert.equal(new Date(ask.body.pending_end).getTime(), new Date(extended.window.end).getTime(), JSON.stringify(ask.body))
@@ -169,9 +150,9 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
       const blackoutStart = new Date(new Date(extended.end).getTime() + 30 * 60_000).toISOString()
       const blackout = await apiCall(carol, 'POST', '/api/v1/blackouts/', { pool: pool.id, start: blackoutStart, end: extended.window.end, reason })
       assert.equal(blackout.status, 201, JSON.stringify(blackout.body))
-      const [a, b, c] = [await book(120, 'e2e bulk a'), await book(120, 'e2e bulk b'), await book(120, 'e2e bulk c')]
+      const [a, b, c] = [await pending(120, 'e2e bulk a'), await pending(120, 'e2e bulk b'), await pending(120, 'e2e bulk c')]
 
-      const { context, page } = await personIn(browser, 'bob', locale)
+      const { context, page } = await personIn(browser, 'bob', { lang: locale })
       await page.goto('/approvals')
       const ext = page.locator(`[data-testid=pending-bookings] tr[data-booking-id="${extended.id}"]`)
       await ext.waitFor()
@@ -219,7 +200,7 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
       assert.deepEqual(await seriousViolations(page), [])
       await screenshot(page, `approvals-history-${locale}`)
       await apiCall(carol, 'DELETE', `/api/v1/blackouts/${blackout.body.id}/`)
-      for (const id of [extended.id, c.id]) await apiCall(alice, 'POST', `/api/v1/bookings/${id}/cancel/`, { reason: 'e2e' })
+      for (const id of [extended.id, c.id]) await cancelBooking(alice, id)
       await context.close()
     })
   }
