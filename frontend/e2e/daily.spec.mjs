@@ -165,6 +165,10 @@ describe('daily use (issue 14)', () => {
     const rejected = await apiCall(carol.context, 'POST', `/api/v1/quota-requests/${asked.body.id}/reject/`, { reason: 'e2e' })
     assert.equal(rejected.status, 200)
 
+    // `/labs` itself keeps her (it used to send a site admin to the dashboard), as does a lab's page.
+    await page.goto('/labs')
+    await page.locator('main h1').first().waitFor()
+    assert.equal(new URL(page.url()).pathname, '/labs')
     await page.goto(`/labs/${labId}`)
     await page.locator('main h1').first().waitFor()
     assert.equal(new URL(page.url()).pathname, `/labs/${labId}`)
@@ -257,8 +261,9 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
     const { timezone } = await me(alice.context)
     const pool = (await listPools(alice.context)).find((p) => p.capacity === 1 && !p.requires_approval)
     // A morning in alice's zone: the booking and its changeover stay inside one day view (a
-    // booking ending at midnight has its changeover on the next day's page).
-    const window = await freeWindow(alice.context, pool, 60, randomMorning(timezone))
+    // booking ending at midnight has its changeover on the next day's page). Four free hours: the
+    // hour booked here, its changeover and the booking tried after it (other specs book this pool too).
+    const window = await freeWindow(alice.context, pool, 240, randomMorning(timezone))
     const end = Date.parse(window.start) + 3_600_000
     const booked = await book(alice.context, { pool: pool.id, start: window.start, end: new Date(end).toISOString(), purpose: 'e2e changeover' })
     cleanup.push(() => cancelBooking(alice.context, booked.id))
