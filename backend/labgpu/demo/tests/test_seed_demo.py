@@ -190,3 +190,18 @@ def test_make_run_starts_bookings_running_now_and_the_emulator_sends_exactly_one
     assert Booking.objects.filter(
         purpose__startswith=LIVE_PURPOSE, status="scheduled"
     ).count() == len(live)
+
+
+@pytest.mark.django_db
+def test_live_demo_bookings_never_stop_make_run_on_a_hand_changed_database():
+    """A demo pool deleted or a person gone: `make run` says which booking it skipped, starts."""
+    from labgpu.demo.management.commands.seed_demo import LIVE_PURPOSE
+
+    call_command("seed_demo", verbosity=0)
+    NodePool.objects.filter(slug="h100-tor1").update(is_active=False, slug="h100-gone")
+    User.objects.filter(username="erin").update(username="erin-renamed")
+    err = io.StringIO()
+    call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO(), stderr=err)
+    made = Booking.objects.filter(purpose__startswith=LIVE_PURPOSE)
+    assert [b.user.username for b in made] == ["dave"]
+    assert "h100-tor1" in err.getvalue() and "erin" in err.getvalue()

@@ -380,10 +380,14 @@ class Command(BaseCommand):
             idle_reclaim_minutes=5
         )
         for username, pool_slug, hours, purpose in LIVE:
-            pool = NodePool.objects.get(slug=pool_slug)
+            pool = NodePool.objects.filter(slug=pool_slug).first()
+            user = User.objects.filter(username=username).first()
+            if pool is None or user is None:
+                self.stderr.write(f"demo booking {purpose!r} skipped: no {username} or {pool_slug}")
+                continue
             try:
                 booking_create(
-                    user=User.objects.get(username=username),
+                    user=user,
                     pool=pool,
                     end=ceil_to_grid(moment + timedelta(hours=hours), pool.granularity_minutes),
                     purpose=purpose,
