@@ -131,3 +131,22 @@ def test_data_disk_usage_gives_none_when_the_filesystem_cannot_be_read(monkeypat
 def test_data_disk_usage_of_a_real_mount_is_within_its_total():
     data = data_disk_usage("/")  # the root is always a mount point
     assert data is not None and 0 <= data["used_bytes"] <= data["total_bytes"]
+
+
+def test_fixture_mode_reports_data_only_with_a_volume_and_fills_it_while_busy(tmp_path):
+    facts = facts_from_outputs(load_fixture_profile("healthy-mi300x").outputs)
+    control = tmp_path / "usage"
+    assert "data" not in FixtureUsage(facts=facts, seed="n1").sample()
+
+    usage = FixtureUsage(facts=facts, seed="n1", data_gb=100, control_file=control)
+    first = usage.sample()["data"]
+    assert first["total_bytes"] == 100 * 2**30
+    assert 0.1 * first["total_bytes"] <= first["used_bytes"] <= 0.5 * first["total_bytes"]
+    busy = [usage.sample()["data"]["used_bytes"] for _ in range(5)]
+    assert busy == sorted(busy) and busy[-1] > first["used_bytes"]
+    control.write_text("idle")
+    assert usage.sample()["data"]["used_bytes"] == usage.sample()["data"]["used_bytes"]
+    control.write_text("busy")
+    for _ in range(1000):
+        data = usage.sample()["data"]
+    assert data["used_bytes"] == int(0.95 * data["total_bytes"])  # full enough to warn, no more

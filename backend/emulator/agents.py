@@ -58,7 +58,9 @@ class AgentSupervisor:
             return faults.size_profiles[droplet.size_slug]
         return catalog.default_profile(droplet.size_slug)
 
-    def start(self, droplet: EmuDroplet, faults: Faults) -> None:
+    def start(self, droplet: EmuDroplet, faults: Faults, *, data_gb: int | None = None) -> None:
+        """Start the droplet's agent; `data_gb`: the size of the volume attached to it, which the
+        fixture agent reports as its /data (nothing is mounted here)."""
         info = droplet.agent
         if droplet.id in self._procs and self._procs[droplet.id].poll() is None:
             return
@@ -109,6 +111,10 @@ class AgentSupervisor:
             env["LABGPU_FIXTURE_IDLE_AFTER"] = str(min(idle_after))
         else:
             env.pop("LABGPU_FIXTURE_IDLE_AFTER", None)  # only a tag sends a node idle
+        if data_gb:
+            env["LABGPU_FIXTURE_DATA_GB"] = str(data_gb)
+        else:
+            env.pop("LABGPU_FIXTURE_DATA_GB", None)  # no volume, no /data
         log_file = None
         if self.work_dir is not None:
             # a per-droplet directory survives emulator restarts, so an agent that keeps its

@@ -144,7 +144,15 @@ class Emulator:
         # (re)start agents of active droplets that have none yet: new ones, and after a restart
         for droplet in self.store.droplets.values():
             if droplet.status == "active" and droplet.agent.status == "pending":
-                self.agents.start(droplet, self.store.faults)
+                data_gb = next(
+                    (
+                        v["size_gigabytes"]
+                        for v in self.store.volumes.values()
+                        if droplet.id in v["droplet_ids"]
+                    ),
+                    None,
+                )
+                self.agents.start(droplet, self.store.faults, data_gb=data_gb)
                 self.store.dirty = True
         if self.agents.poll(self.store.droplets):
             self.store.dirty = True

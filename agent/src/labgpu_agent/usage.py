@@ -169,18 +169,23 @@ class FixtureUsage:
     or two SSH sessions and a process per GPU. Idle: 0 %, nothing allocated, idle power, no
     session. The mode is read on every heartbeat from `control_file` (its first word `idle` or
     `busy`; absent means busy), so a test or the demo can send a node idle and bring it back;
-    `idle_after` (heartbeats) sends it idle on its own, for the demo.
+    `idle_after` (heartbeats) sends it idle on its own, for the demo. With `data_gb` (the size of
+    the volume the emulator attached) it reports a /data that starts 10–50 % full and fills by
+    0.1 % of its size per busy heartbeat, up to 95 %.
     """
 
     facts: Facts
     seed: str = ""
     control_file: Path | None = None
     idle_after: int | None = None
+    data_gb: int | None = None
     beats: int = 0
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)
         self._level = [self._random.uniform(50, 90) for _ in self.facts.gpus[:MAX_GPUS]]
+        # its own generator: the GPUs' numbers stay what they were for a seed
+        self._data_fill = random.Random(f"{self.seed}/data").uniform(0.1, 0.5)
 
     def idle(self) -> bool:
         if self.control_file is not None:
@@ -216,24 +221,32 @@ class FixtureUsage:
                     "power_w": round(power, 1),
                 }
             )
-        return {
+        usage: dict[str, Any] = {
             "gpus": gpus,
             "gpu_processes": 0 if idle else len(gpus),
             "ssh_sessions": 0 if idle else 1 + self.beats % 2,
         }
+        if self.data_gb:
+            if not idle:
+                self._data_fill = min(0.95, self._data_fill + 0.001)
+            total = self.data_gb * 2**30
+            usage["data"] = {"used_bytes": int(total * self._data_fill), "total_bytes": total}
+        return usage
 
 
 def fixture_usage_from_env(facts: Facts, seed: str) -> FixtureUsage:
     """Fixture usage configured by the environment the emulator gives its agents:
     `LABGPU_USAGE_CONTROL` (a file; default `$LABGPU_AGENT_STATE_DIR/usage`) and
-    `LABGPU_FIXTURE_IDLE_AFTER` (heartbeats)."""
+    `LABGPU_FIXTURE_IDLE_AFTER` (heartbeats) and `LABGPU_FIXTURE_DATA_GB` (the attached volume)."""
     control = os.environ.get("LABGPU_USAGE_CONTROL")
     state_dir = os.environ.get("LABGPU_AGENT_STATE_DIR")
     path = Path(control) if control else (Path(state_dir) / "usage" if state_dir else None)
     idle_after = os.environ.get("LABGPU_FIXTURE_IDLE_AFTER", "")
+    data_gb = os.environ.get("LABGPU_FIXTURE_DATA_GB", "")
     return FixtureUsage(
         facts=facts,
         seed=seed,
         control_file=path,
         idle_after=int(idle_after) if idle_after.isdigit() else None,
+        data_gb=int(data_gb) if data_gb.isdigit() else None,
     )

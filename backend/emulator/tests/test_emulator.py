@@ -582,7 +582,8 @@ FAKE_AGENT = textwrap.dedent(
     with open(out, "w") as fh:
         json.dump({"argv": sys.argv[1:], "pid": os.getpid(),
                    "state_dir": os.environ.get("LABGPU_AGENT_STATE_DIR"),
-                   "idle_after": os.environ.get("LABGPU_FIXTURE_IDLE_AFTER")}, fh)
+                   "idle_after": os.environ.get("LABGPU_FIXTURE_IDLE_AFTER"),
+                   "data_gb": os.environ.get("LABGPU_FIXTURE_DATA_GB")}, fh)
     time.sleep(120)
     """
 )
@@ -721,6 +722,40 @@ def test_only_agents_of_droplets_with_an_idle_tag_are_told_to_go_idle(tmp_path, 
             assert handle.clear_faults()["idle_after"] == {"labgpu-type-h100-1": 4}
             refused = client.post("/_emulator/faults", json={"idle_after": {"x": -1}})
             assert refused.status_code == 400
+    finally:
+        handle.close()
+
+
+def test_the_agent_of_a_droplet_with_a_volume_reports_its_size_as_data(tmp_path, fake_agent):
+    """Fixture agents have nothing mounted: the emulator tells them the attached volume's size,
+    so `make run` shows used space on the volume list (LABGPU_FIXTURE_DATA_GB)."""
+    agent_cmd, out = fake_agent
+    handle = start_emulator(
+        tmp_path / "emu",
+        boot_delay_s=0.1,
+        agent_cmd=agent_cmd,
+        env={"FAKE_AGENT_OUT": str(out), "LABGPU_FIXTURE_DATA_GB": "7"},
+    )
+    try:
+        with httpx.Client(base_url=handle.url, headers=AUTH) as client:
+            volume = client.post(
+                "/v2/volumes",
+                json={"name": "labgpu-u1-tor1", "region": "tor1", "size_gigabytes": 40},
+            ).json()["volume"]
+            ids = {}
+            for name, volumes in (("with", [volume["id"]]), ("without", [])):
+                user_data = render_user_data(
+                    api_url="http://127.0.0.1:8000", bootstrap_token=f"bt_{name}_1234567"
+                )
+                body = {**BODY, "name": name, "user_data": user_data, "volumes": volumes}
+                ids[name] = client.post("/v2/droplets", json=body).json()["droplet"]["id"]
+
+            def reported(name: str) -> dict:
+                path = out / f"{ids[name]}.json"
+                return path.exists() and json.loads(path.read_text())
+
+            assert wait_until(lambda: reported("with"))["data_gb"] == "40"
+            assert wait_until(lambda: reported("without"))["data_gb"] is None
     finally:
         handle.close()
 

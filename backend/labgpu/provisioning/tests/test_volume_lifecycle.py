@@ -61,6 +61,26 @@ def test_the_users_volume_follows_them_from_booking_to_booking(volume_pool, alic
     assert all(e["deleted_at"] is None for e in volume_pool.emulator.volume_ledger())
 
 
+def test_the_nodes_agent_reports_how_full_its_data_volume_is(volume_pool, alice):
+    """The real fixture agent, told the attached volume's size by the emulator, reports /data in
+    its heartbeats; the volume row gets used space (never above its size) and when."""
+    volume_pool.start_worker()
+    booking_id = create_booking(alice, volume_pool.pool)
+    wait_status(volume_pool, booking_id, "ready", timeout_s=120)
+
+    volume = wait_for(
+        lambda: Volume.objects.filter(used_gb__isnull=False).first(),
+        timeout_s=30,
+        message="used space reported",
+    )
+
+    (remote,) = volume_pool.emulator.volumes()
+    assert 0 < volume.used_gb <= remote["size_gigabytes"] == volume.size_gb
+    assert volume.used_at is not None
+    end_early(alice, booking_id)
+    wait_status(volume_pool, booking_id, "completed", timeout_s=120)
+
+
 @pytest.mark.parametrize(
     "point",
     [
