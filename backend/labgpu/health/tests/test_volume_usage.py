@@ -4,6 +4,8 @@ from decimal import Decimal
 
 import pytest
 from django.core import mail
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from conftest import client_for
 from labgpu.bookings.models import Notification
@@ -168,3 +170,15 @@ def test_a_labs_volume_warns_its_admins_and_the_user_whose_node_filled_it(
         )
     )
     assert warned == {booking.user.username, bob.username}
+
+
+def test_used_space_costs_a_steady_heartbeat_one_select_and_one_update(ready, volume, settings):
+    settings.LABGPU_UTILISATION_SAMPLE_MIN_S = 3600  # no chart sample in either heartbeat
+    _, agent = ready
+    beat(agent, used_gb=10)  # warm: the first heartbeat may start clocks and samples
+    with CaptureQueriesContext(connection) as plain:
+        assert agent.post("/api/v1/agent/heartbeat/", usage(), format="json").status_code == 200
+    with CaptureQueriesContext(connection) as with_data:
+        beat(agent, used_gb=11)
+    added = [q["sql"] for q in with_data.captured_queries[len(plain.captured_queries) :]]
+    assert len(with_data.captured_queries) - len(plain.captured_queries) == 2, added
