@@ -159,6 +159,8 @@ def test_make_run_starts_bookings_running_now_and_the_emulator_sends_exactly_one
 
     call_command("seed_demo", verbosity=0)
     assert not Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).exists()
+    # Without --live (e2e, benches) no pool has an idle policy: it is off by default.
+    assert not NodePool.objects.filter(idle_reclaim_minutes__isnull=False).exists()
     call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO())
 
     live = list(

@@ -164,16 +164,15 @@ POOLS: list[dict[str, Any]] = [
         type="h100-1",
         region="tor1",
         capacity=2,
-        idle_reclaim_minutes=5,
-        idle_grace_minutes=30,
     ),
 ]
 
 # Bookings that run now, made on every `make run` start (`seed_demo --live`) unless the last ones
 # still run: the emulator's fixture agents report varying utilisation on their booking pages, and
 # the Procfile's `--idle-after labgpu-type-h100-1=…` sends the H100 node idle after a few
-# heartbeats, so its pool's idle policy (above) warns alice in the app, by mail and in the chat
-# sink's console. (username, pool slug, hours, purpose)
+# heartbeats, so its pool's idle policy (which --live turns on: 5 minutes, then 30 of grace) warns
+# alice in the app, by mail and in the chat sink's console. Without --live (e2e, benches) every
+# pool's policy stays off, as it is by default. (username, pool slug, hours, purpose)
 LIVE_PURPOSE = "[demo live]"
 LIVE = [
     ("erin", "mi300x-tor1", 3, f"{LIVE_PURPOSE} Whisper fine-tuning (busy)"),
@@ -375,9 +374,9 @@ class Command(BaseCommand):
             end__gt=moment,
         ).exists():
             return
-        # An older demo database predates the idle policy of the pool whose node goes idle.
+        # The pool whose node goes idle gets an idle policy (unless someone set one already).
         NodePool.objects.filter(slug=IDLE_DEMO_POOL, idle_reclaim_minutes__isnull=True).update(
-            idle_reclaim_minutes=5
+            idle_reclaim_minutes=5, idle_grace_minutes=30
         )
         for username, pool_slug, hours, purpose in LIVE:
             pool = NodePool.objects.filter(slug=pool_slug).first()
