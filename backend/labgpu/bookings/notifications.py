@@ -268,7 +268,7 @@ def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> N
 
 
 def volume_near_full(  # type: ignore[no-untyped-def]
-    *, volume: str, region: str, size_gb: int, percent: int, user, lab, recipients
+    *, volume: str, region: str, size_gb: int, percent: int, lab, recipients
 ) -> None:
     """A persistent volume crossed LABGPU_VOLUME_NEAR_FULL_PCT (once per crossing)."""
     for person in recipients:
@@ -282,12 +282,12 @@ def volume_near_full(  # type: ignore[no-untyped-def]
                 "region": region,
             }
         _send(person, subject, body)
-    chat_notify(
-        "volume_near_full",
-        user=user,
-        lab=lab,
-        context={"volume": volume, "used_percent": percent, "size_gb": size_gb, "region": region},
-    )
+    context = {"volume": volume, "used_percent": percent, "size_gb": size_gb, "region": region}
+    # A lab's volume: the lab's channels, and each recipient's own (its admins', the user's).
+    if lab is not None:
+        chat_notify("volume_near_full", lab=lab, context=context)
+    for person in recipients:
+        chat_notify("volume_near_full", user=person, context=context)
 
 
 def booking_capacity_warning(booking: Booking, *, regions: list[str], recipients) -> None:  # type: ignore[no-untyped-def]

@@ -158,12 +158,30 @@ def test_near_full_warns_the_owner_once_per_crossing_and_rearms_below(
 
 
 def test_a_labs_volume_warns_its_admins_and_the_user_whose_node_filled_it(
-    ready, volume, bob, settings
+    ready, volume, bob, mallory, settings
 ):
     settings.LABGPU_VOLUME_NEAR_FULL_PCT = 90
+    settings.LABGPU_CHAT_ALLOW_LOOPBACK = True
     booking, agent = ready
     Volume.objects.filter(pk=volume.pk).update(owner_user=None, owner_lab=booking.lab)
+    url = "http://127.0.0.1:9/in"
+    channels = {
+        "lab": channel_create(
+            actor=bob, kind="webhook", name="lab", url=url, secret=SECRET, lab=booking.lab
+        ),
+        "bob": channel_create(actor=bob, kind="webhook", name="bob", url=url, secret=SECRET),
+        "alice": channel_create(
+            actor=booking.user, kind="webhook", name="alice", url=url, secret=SECRET
+        ),
+        "mallory": channel_create(
+            actor=mallory, kind="webhook", name="mallory", url=url, secret=SECRET
+        ),
+    }
     beat(agent, used_gb=97)
+    posted = set(
+        ChatDelivery.objects.filter(event="volume_near_full").values_list("channel_id", flat=True)
+    )
+    assert posted == {channels[name].pk for name in ("lab", "bob", "alice")}
     warned = set(
         Notification.objects.filter(subject__contains="u1-tor1").values_list(
             "user__username", flat=True

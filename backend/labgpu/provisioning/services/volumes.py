@@ -279,7 +279,6 @@ def _notify_near_full(*, volume: Volume, node: Node, percent: int) -> None:
         region=volume.region,
         size_gb=volume.size_gb,
         percent=percent,
-        user=user,
         lab=volume.owner_lab,
         recipients=recipients,
     )
