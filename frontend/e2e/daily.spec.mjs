@@ -5,7 +5,8 @@ import { describe, it } from 'node:test'
 
 import {
   BASE_URL, apiCall, book, bookingPath, bookNow, cancelBooking, django, djangoValue, freeWindow, lastMailAbout, listPools,
-  makeReady, me, passwordOf, randomMorning, screenshot, sentMail, seriousViolations, signIn, useBrowser, wallTime,
+  makeReady, me, nativeDialogs, passwordOf, randomMorning, screenshot, sentMail, seriousViolations, signIn, useBrowser,
+  wallTime,
 } from './support.mjs'
 
 /** WCAG contrast ratio of two computed CSS colours (`rgb(…)`/`rgba(…)`, opaque ones). */
@@ -72,9 +73,12 @@ describe('daily use (issue 14)', () => {
     const page = alice.page
     await page.goto('/tokens')
     const row = page.locator('[data-testid=token-table] tbody tr', { hasText: name })
-    page.once('dialog', (d) => d.accept())
+    const native = nativeDialogs(page)
     await row.getByRole('button', { name: 'Revoke' }).click()
+    // Asked in the app's own dialog (issue 14: no native confirm()).
+    await page.locator('[data-app-confirm] [data-testid=confirm-ok]').click()
     await page.getByText('Token revoked.').waitFor()
+    assert.deepEqual(native, [])
 
     const listed = (await apiCall(alice.context, 'GET', '/api/v1/tokens/')).body
     assert.ok(listed.find((t) => t.id === created.body.id).revoked_at, 'the server has revoked it')

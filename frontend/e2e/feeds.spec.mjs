@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 
-import { BASE_URL, apiCall, screenshot, seriousViolations, settle, signIn, tabTo, useBrowser } from './support.mjs'
+import {
+  BASE_URL, apiCall, nativeDialogs, screenshot, seriousViolations, settle, signIn, tabTo, useBrowser,
+} from './support.mjs'
 
 /** What a calendar app does: a plain GET of the URL, without the browser's session. */
 async function subscribe(url) {
@@ -65,15 +67,16 @@ describe('calendar feeds', () => {
     assert.equal(await page.locator('[data-testid=feed-created]').count(), 0)
     assert.ok(!(await page.content()).includes(url.match(/lgf_[A-Za-z0-9_-]+/)[0]))
 
-    let question = ''
-    page.once('dialog', (dialog) => {
-      question = dialog.message()
-      void dialog.accept()
-    })
+    // The app's own dialog asks (never the browser's confirm()), its button focused: Enter confirms.
+    const native = nativeDialogs(page)
     await tabTo(page, `[data-feed-id="${feed.id}"] [data-testid=feed-revoke]`)
     await page.keyboard.press('Enter')
+    const question = page.locator('[data-app-confirm] #app-confirm-message')
+    await question.waitFor()
+    assert.match(await question.textContent(), /Revoke this feed\?/)
+    await page.keyboard.press('Enter')
     await page.locator(`[data-feed-id="${feed.id}"][data-revoked=true]`).waitFor()
-    assert.match(question, /Revoke this feed\?/)
+    assert.deepEqual(native, [])
     assert.match(await row.locator('[data-testid=feed-status]').textContent(), /Revoked/)
     assert.equal(await row.locator('[data-testid=feed-revoke]').count(), 0)
     assert.deepEqual(await seriousViolations(page), [])

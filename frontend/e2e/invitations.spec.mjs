@@ -6,7 +6,9 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { before, describe, it } from 'node:test'
 
-import { anonymous, apiCall, me, passwordOf, screenshot, seriousViolations, signIn, useBrowser } from './support.mjs'
+import {
+  anonymous, apiCall, me, nativeDialogs, passwordOf, screenshot, seriousViolations, signIn, useBrowser,
+} from './support.mjs'
 
 const MAIL_DIR = process.env.E2E_MAIL_DIR
 
@@ -111,9 +113,11 @@ describe('invitations (issue 16 item 4)', () => {
     const email = `revoked-${stamp}@uni.example`
     const link = await inviteFromMembersPage(email)
     const { page } = bob
-    page.once('dialog', (dialog) => dialog.accept())
+    const native = nativeDialogs(page)
     await page.getByRole('button', { name: `Revoke the invitation for ${email}` }).click()
+    await page.locator('[data-app-confirm] [data-testid=confirm-ok]').click()
     await page.locator('[data-testid=invitations-table] tbody tr', { hasText: email }).waitFor({ state: 'detached' })
+    assert.deepEqual(native, [])
 
     const { context, page: invitee } = await anonymous(browser, 'en')
     await invitee.goto(link)

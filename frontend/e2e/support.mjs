@@ -272,6 +272,19 @@ export async function seriousViolations(page) {
     .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`)
 }
 
+/**
+ * The browser's own dialogs (window.confirm, alert) `page` opens from now on: each is dismissed and
+ * its message listed, so a test can say there were none (the app asks in its own dialog).
+ */
+export function nativeDialogs(page) {
+  const seen = []
+  page.on('dialog', (dialog) => {
+    seen.push(dialog.message())
+    void dialog.dismiss()
+  })
+  return seen
+}
+
 /** Press Tab until `selector` has the focus (at most 40 times). */
 export async function tabTo(page, selector) {
   for (let i = 0; i < 40; i++) {

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ApiError } from '@/api/client'
 import type { CalendarFeed, CalendarFeedCreated, Pool } from '@/api/types'
 import { mountWithApp } from '@/__tests__/helpers'
+import { useConfirmStore } from '@/stores/confirm'
 
 const pool = {
   id: 2,
@@ -165,21 +166,26 @@ describe('FeedListView', () => {
   it('revokes a feed only after confirmation, and hides its one-time URL', async () => {
     api.createFeed.mockResolvedValue(created)
     api.revokeFeed.mockResolvedValue(undefined)
-    const confirm = vi.fn().mockReturnValueOnce(false).mockReturnValueOnce(true)
-    vi.stubGlobal('confirm', confirm)
+    const native = vi.fn()
+    vi.stubGlobal('confirm', native)
     const wrapper = await mountView()
+    const dialog = useConfirmStore()
     await wrapper.get('form').trigger('submit')
     await flushPromises()
 
+    // The app's own dialog asks (never window.confirm); cancelling it revokes nothing.
     const button = () => wrapper.get('[data-feed-id="5"] [data-testid=feed-revoke]')
     await button().trigger('click')
+    expect(dialog.pending?.message).toBe('Revoke this feed? Calendars subscribed to it will stop updating.')
+    dialog.answer(false)
     await flushPromises()
-    expect(confirm).toHaveBeenCalledWith('Revoke this feed? Calendars subscribed to it will stop updating.')
     expect(api.revokeFeed).not.toHaveBeenCalled()
 
     await button().trigger('click')
+    dialog.answer(true)
     await flushPromises()
     expect(api.revokeFeed).toHaveBeenCalledWith(5)
+    expect(native).not.toHaveBeenCalled()
     // Revoking another feed leaves the new URL on screen.
     expect(wrapper.find('[data-testid=feed-created]').exists()).toBe(true)
   })
@@ -187,13 +193,13 @@ describe('FeedListView', () => {
   it('forgets the one-time URL when that very feed is revoked', async () => {
     api.createFeed.mockResolvedValue(created)
     api.revokeFeed.mockResolvedValue(undefined)
-    vi.stubGlobal('confirm', vi.fn().mockReturnValue(true))
     const wrapper = await mountView()
     api.listFeeds.mockResolvedValue([created, mine])
     await wrapper.get('form').trigger('submit')
     await flushPromises()
     expect(wrapper.find('[data-testid=feed-created]').exists()).toBe(true)
     await wrapper.get('[data-feed-id="6"] [data-testid=feed-revoke]').trigger('click')
+    useConfirmStore().answer(true)
     await flushPromises()
     expect(api.revokeFeed).toHaveBeenCalledWith(6)
     expect(wrapper.find('[data-testid=feed-created]').exists()).toBe(false)

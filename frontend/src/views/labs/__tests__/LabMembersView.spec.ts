@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
 import type { Me, Member } from '@/api/types'
 import { alice, mountWithApp } from '@/__tests__/helpers'
+import { useConfirmStore } from '@/stores/confirm'
 
 const vision = { id: 1, name: 'Vision Lab', slug: 'vision' }
 const bob: Me = { ...alice, id: 4, username: 'bob', memberships: [{ id: 2, lab: vision, role: 'lab_admin' }] }
@@ -121,9 +122,11 @@ describe('LabMembersView', () => {
     expect(invitations.createInvitation).toHaveBeenCalledWith(1, { email: 'erin@uni.example', role: 'member' })
     expect(wrapper.get('[data-testid=invite-link]').text()).toContain('https://x/invite/lgi_1_abc')
     expect(wrapper.get('[data-testid=invitations-table]').text()).toContain('erin@uni.example')
-    vi.stubGlobal('confirm', () => true)
     invitations.revokeInvitation.mockResolvedValue(undefined)
     await wrapper.get('[aria-label="Revoke the invitation for erin@uni.example"]').trigger('click')
+    // Asked in the app's own dialog, not window.confirm.
+    expect(useConfirmStore().pending?.message).toBe('Revoke the invitation for erin@uni.example?')
+    useConfirmStore().answer(true)
     await flushPromises()
     expect(invitations.revokeInvitation).toHaveBeenCalledWith(1, 7)
   })
