@@ -38,9 +38,13 @@ router.beforeEach(async (to) => {
     // …and its first reads (a signed-out visitor's 401 is dropped: the guard sends them to sign in).
     to.meta.prefetch?.()
     await session.load()
+    const verdict = guard(to, session)
+    // …and, now that the session names its labs and time zone, the reads that need them.
+    if (verdict === true && session.isAuthenticated) to.meta.prefetchWithSession?.(session)
     // The profile's language applies unless this browser has chosen one.
     const preferred = matchLocale(session.me?.language)
     if (preferred && !hasStoredLocale()) setLocale(preferred, false)
+    return verdict
   }
   return guard(to, session)
 })

@@ -1,6 +1,8 @@
 import type { RouteRecordRaw } from 'vue-router'
 
+import { prefetchMyMonthQuotas } from '@/composables/useMyMonthQuotas'
 import { prefetchMyUpcomingBookings } from '@/composables/useMyUpcomingBookings'
+import type { useSessionStore } from '@/stores/session'
 
 declare module 'vue-router' {
   interface RouteMeta {
@@ -12,6 +14,9 @@ declare module 'vue-router' {
     title?: string
     /** Starts the page's reads that need no session, beside `/me/` on the first page load. */
     prefetch?: () => void
+    /** Starts the page's reads that need the session (its labs, its time zone) on the first page
+     * load, as soon as `/me/` answers: before the page's code has run, not after it mounts. */
+    prefetchWithSession?: (session: ReturnType<typeof useSessionStore>) => void
   }
 }
 
@@ -35,7 +40,7 @@ export const routes: RouteRecordRaw[] = [
     path: '/',
     name: 'dashboard',
     component: () => import('@/views/DashboardView.vue'),
-    meta: { title: 'nav.dashboard', prefetch: prefetchMyUpcomingBookings },
+    meta: { title: 'nav.dashboard', prefetch: prefetchMyUpcomingBookings, prefetchWithSession: prefetchMyMonthQuotas },
   },
   {
     path: '/calendar/:poolId?',
