@@ -3,7 +3,7 @@ import { createPinia } from 'pinia'
 
 import App from './App.vue'
 import { onUnauthenticated } from './api/client'
-import { i18n, setLocale } from './i18n'
+import { detectLocale, i18n, setLocale } from './i18n'
 import { router } from './router'
 import { useSessionStore } from './stores/session'
 import './assets/main.css'
@@ -14,7 +14,8 @@ app.use(pinia)
 app.use(i18n)
 app.use(router)
 
-setLocale(i18n.global.locale.value, false)
+// The language's messages first (English is here; Chinese is fetched), so the first render is in it.
+const language = setLocale(detectLocale(), false)
 
 onUnauthenticated(() => {
   const session = useSessionStore(pinia)
@@ -27,4 +28,4 @@ onUnauthenticated(() => {
   if (!current.meta.public) void router.push({ name: 'login', query: { next: current.fullPath } })
 })
 
-app.mount('#app')
+void language.then(() => app.mount('#app'))

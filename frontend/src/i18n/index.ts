@@ -1,7 +1,6 @@
 import { createI18n } from 'vue-i18n'
 
 import en from './en.json'
-import zhCN from './zh-CN.json'
 
 export const SUPPORTED_LOCALES = ['en', 'zh-CN'] as const
 export type AppLocale = (typeof SUPPORTED_LOCALES)[number]
@@ -46,15 +45,40 @@ function safeStorageGet(): string | null {
  */
 export const PLURAL_RULES = { 'zh-CN': () => 0 }
 
+// English (also the fallback) ships in the entry script; Chinese is a chunk of its own, fetched when
+// chosen. The build precompiles both (vite.config.ts): no message is parsed in the browser, and the
+// message compiler is not shipped.
 export const i18n = createI18n<[MessageSchema], AppLocale, false>({
   legacy: false,
-  locale: detectLocale(),
+  locale: 'en',
   fallbackLocale: 'en',
-  messages: { en, 'zh-CN': zhCN },
+  messages: { en } as Record<AppLocale, MessageSchema>,
   pluralRules: PLURAL_RULES,
 })
 
-export function setLocale(locale: AppLocale, remember = true): void {
+const loaders: Record<AppLocale, () => Promise<{ default: MessageSchema }>> = {
+  en: async () => ({ default: en }),
+  'zh-CN': () => import('./zh-CN.json'),
+}
+const loaded = new Set<AppLocale>(['en'])
+let latest = 0
+
+/** Fetches the messages of `locale` once. */
+export async function loadLocale(locale: AppLocale): Promise<void> {
+  if (loaded.has(locale)) return
+  i18n.global.setLocaleMessage(locale, (await loaders[locale]()).default)
+  loaded.add(locale)
+}
+
+/** Shows the app in `locale` once its messages are here; of calls that overlap, the last one wins. */
+export async function setLocale(locale: AppLocale, remember = true): Promise<void> {
+  const mine = ++latest
+  try {
+    await loadLocale(locale)
+  } catch {
+    return // the messages did not arrive (offline, a new release): the page stays as it is
+  }
+  if (mine !== latest) return
   i18n.global.locale.value = locale
   document.documentElement.lang = locale
   if (remember) {

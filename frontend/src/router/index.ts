@@ -43,7 +43,7 @@ router.beforeEach(async (to) => {
     if (verdict === true && session.isAuthenticated) to.meta.prefetchWithSession?.(session)
     // The profile's language applies unless this browser has chosen one.
     const preferred = matchLocale(session.me?.language)
-    if (preferred && !hasStoredLocale()) setLocale(preferred, false)
+    if (preferred && !hasStoredLocale()) await setLocale(preferred, false)
     return verdict
   }
   return guard(to, session)
