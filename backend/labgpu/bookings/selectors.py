@@ -233,7 +233,11 @@ def reserved_period_for(
     return start - lead, end + timedelta(minutes=pool.teardown_grace_minutes)
 
 
-WINDOW_BATCH = 256  # live reservations read per round trip while looking for free windows
+WINDOW_BATCH = 256  # the most live reservations read per round trip while looking for free windows
+# The first round trip reads this many, each next one twice as many: the calendar's windows and most
+# pool_full answers lie within the first few reservations after the asked time, and reading (and
+# stepping through) 256 of them cost the availability read more CPU than its intervals.
+FIRST_WINDOW_BATCH = 32
 
 
 def next_free_windows(
@@ -248,9 +252,10 @@ def next_free_windows(
 
     Candidates are the grid-aligned earliest start and every moment a node frees up (a reservation
     or a blackout ends), since a window can only open there. The live reservations are read in
-    start order, `WINDOW_BATCH` at a time (the blackouts with the first batch, in one round trip):
-    a `pool_full` answer reads what lies near the asked time, not every live booking of the next
-    year, and a pool whose bookings all fit in one batch costs one statement.
+    start order, `FIRST_WINDOW_BATCH` first, then twice as many each time up to `WINDOW_BATCH`
+    (the blackouts with the first batch, in one round trip): a `pool_full` answer reads what lies
+    near the asked time, not every live booking of the next year, and windows found among the
+    first few reservations (or a pool whose bookings all fit in the first batch) cost one statement.
     """
     moment = now()
     earliest = max(after or moment, moment)
@@ -266,12 +271,14 @@ def next_free_windows(
     searched_to = earliest  # candidates before this moment were tried already
     last: tuple[datetime, int] | None = None  # the (reserved start, id) read last
     windows: list[Period] = []
+    limit = min(FIRST_WINDOW_BATCH, WINDOW_BATCH)
     while True:
         batch = _reservations_batch(
             pool,
             earliest - lead,
             horizon + duration + grace,
             after=last,
+            limit=limit,
             with_blackouts=last is None,
             exclude_id=exclude_id,
         )
@@ -285,7 +292,8 @@ def next_free_windows(
                 periods.append((r_start, r_end))
                 candidates.add(ceil_to_grid(r_end + lead, grid))
                 last = max(last or (r_start, pk), (r_start, pk))
-        complete = read < WINDOW_BATCH
+        complete = read < limit
+        limit = min(limit * 2, WINDOW_BATCH)
         usage = Usage(periods)
         for candidate in sorted(c for c in candidates if searched_to <= c <= horizon):
             end = candidate + duration
@@ -328,10 +336,11 @@ def _reservations_batch(
     end: datetime,
     *,
     after: tuple[datetime, int] | None,
+    limit: int,
     with_blackouts: bool,
     exclude_id: int | None,
 ) -> list[tuple[datetime, datetime, int]]:
-    """Up to `WINDOW_BATCH` live reservations overlapping [start, end) as (reserved start, end,
+    """Up to `limit` live reservations overlapping [start, end) as (reserved start, end,
     id), in (reserved start, id) order from after `after`; with the blackouts overlapping the
     same period (id `BLACKOUT`) in the same statement."""
     after_start, after_id = after or BEFORE_ALL
@@ -343,7 +352,7 @@ def _reservations_batch(
         "exclude": exclude_id or 0,  # ids start at 1
         "after_start": after_start,
         "after_id": after_id,
-        "batch": WINDOW_BATCH,
+        "batch": limit,
         "with_blackouts": with_blackouts,
         "blackout": BLACKOUT,
     }

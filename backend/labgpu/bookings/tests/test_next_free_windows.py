@@ -2,8 +2,9 @@
 reservation's end plus the provisioning lead, or a blackout's end) on the pool's grid, and must fit
 the pool's capacity over [start - lead, end + grace) and miss every blackout.
 
-Windows are computed from reservations read a batch at a time; each scenario runs with batches so
-small that every window needs several reads, and with one read for all."""
+Windows are computed from reservations read a batch at a time, each batch twice the one before up
+to a most; each scenario runs with batches so small that every window needs several reads, with
+batches that grow, and with one read for all."""
 
 import random
 from datetime import timedelta
@@ -25,10 +26,14 @@ H = timedelta(hours=1)
 M = timedelta(minutes=1)
 
 
-@pytest.fixture(params=[1, 2, 1000], ids=["batch-1", "batch-2", "one-read"])
+@pytest.fixture(
+    params=[(1, 1), (2, 2), (1, 4), (1000, 1000)], ids=["batch-1", "batch-2", "1-2-4", "one-read"]
+)
 def batch(request, monkeypatch):
-    monkeypatch.setattr(selectors, "WINDOW_BATCH", request.param, raising=False)
-    return request.param
+    first, most = request.param
+    monkeypatch.setattr(selectors, "FIRST_WINDOW_BATCH", first)
+    monkeypatch.setattr(selectors, "WINDOW_BATCH", most)
+    return most
 
 
 def reserve(alice, pool, start, end, *, slot=0, status=Booking.Status.SCHEDULED):
