@@ -105,6 +105,11 @@ if DATABASE_URL:
 else:
     DATABASES = {"default": {**embedded_db.settings_dict(), "CONN_MAX_AGE": 60}}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Prepared statements only where a statement asks for one (labgpu.core.rows.prepared_cursor: the
+# booking create path's fixed statements); Django's own cursors bind on the client and never
+# prepare, whatever this says. Behind a transaction-mode pooler, PgBouncer ≥ 1.21 with
+# max_prepared_statements keeps them working.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 1)
 # Django's backend, its per-request health check without a round trip when the connection is quiet
 # (labgpu/core/postgres/base.py).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":

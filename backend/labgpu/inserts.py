@@ -24,8 +24,9 @@ class RowInsert:
     `db_default`, an F()), takes the ORM's own path, so the result never differs from `create`.
     """
 
-    def __init__(self, model: type[Model]) -> None:
+    def __init__(self, model: type[Model], *, prepared: bool = False) -> None:
         self.model = model
+        self.prepared = prepared  # labgpu.core.rows.prepared_cursor
 
     @cached_property
     def _fields(self) -> list[Any]:
@@ -62,7 +63,9 @@ class RowInsert:
                 instance.save(force_insert=True)
                 return instance
             params.append(field.get_db_prep_save(value, connection=connection))
-        with connection.cursor() as cursor:
+        # A backend without prepared statements (labgpu.core.postgres) gives its plain cursor.
+        make = getattr(connection, "prepared_cursor", None) if self.prepared else None
+        with make() if make else connection.cursor() as cursor:
             cursor.execute(self.sql, params)
             (pk,) = cursor.fetchone()
         setattr(instance, self.model._meta.pk.attname, pk)

@@ -68,6 +68,7 @@ _LIVE_TOKEN_WITH_USER = JoinedRows(
     [(ApiToken, "t"), (User, "u")],
     f'FROM "{ApiToken._meta.db_table}" t JOIN "{User._meta.db_table}" u ON u.id = t.user_id '
     "WHERE t.secret_hash = %s AND t.revoked_at IS NULL",
+    prepared=True,
 )
 
 

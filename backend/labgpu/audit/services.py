@@ -6,7 +6,7 @@ from labgpu.audit.models import AuditEvent
 from labgpu.inserts import RowInsert
 
 # AuditEvent.objects.create, the INSERT compiled once: every booking create writes one.
-_AUDIT_INSERT = RowInsert(AuditEvent)
+_AUDIT_INSERT = RowInsert(AuditEvent, prepared=True)
 
 
 def audit_record(

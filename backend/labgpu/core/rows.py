@@ -5,6 +5,7 @@ the locked pool with its instance type) whose querysets cost more CPU to build a
 PostgreSQL spends running them. `JoinedRows` writes such a statement's column list once from the
 models' metadata and turns each row back into ordinary model instances, with the conversions the
 ORM itself applies to those columns, so the code that uses them cannot tell the difference.
+With `prepared=True` the statement is also prepared once per connection (`prepared_cursor`).
 """
 
 from __future__ import annotations
@@ -17,16 +18,31 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 
 
+def prepared_cursor(using: str = DEFAULT_DB_ALIAS) -> Any:
+    """A cursor whose statements PostgreSQL parses and plans once per connection, then reuses
+    (labgpu.core.postgres); a backend without it gives its plain cursor. For fixed statements on a
+    hot path only: parameters are bound on the server, so each needs a type PostgreSQL can infer
+    (a bare `%s` in a select list may need a cast)."""
+    connection = connections[using]
+    return getattr(connection, "prepared_cursor", connection.cursor)()
+
+
 class JoinedRows:
     """`SELECT <models' columns>, <extra> <tail>`: `models` pairs each model with its table alias in
     `tail`; each row comes back as (instance, …, extra value, …)."""
 
     def __init__(
-        self, models: Sequence[tuple[type[Model], str]], tail: str, extra: Sequence[str] = ()
+        self,
+        models: Sequence[tuple[type[Model], str]],
+        tail: str,
+        extra: Sequence[str] = (),
+        *,
+        prepared: bool = False,
     ) -> None:
         self.models = models
         self.tail = tail
         self.extra = extra
+        self.prepared = prepared
 
     @cached_property
     def sql(self) -> str:
@@ -58,7 +74,7 @@ class JoinedRows:
 
     def fetch(self, params: Sequence[Any] | Mapping[str, Any]) -> list[tuple[Any, ...]]:
         connection = connections[DEFAULT_DB_ALIAS]
-        with connection.cursor() as cursor:
+        with prepared_cursor() if self.prepared else connection.cursor() as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
         return [self._instances(list(row), connection) for row in rows]

@@ -2,9 +2,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 
-from django.db import connection
-
 from labgpu.bookings.models import Booking, Overlaps, bigint
+from labgpu.core.rows import prepared_cursor
 from labgpu.core.timeutils import hours, month_bounds, overlap
 from labgpu.quotas.models import Quota
 
@@ -83,7 +82,7 @@ def quota_usage(
         ).first()
     used = committed = Decimal(0)
     any_metered = False
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             USAGE_BY_STATUS_SQL,
             {

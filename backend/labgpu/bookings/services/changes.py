@@ -112,12 +112,13 @@ _MEMBERSHIPS_WITH_LAB = JoinedRows(
     [(Membership, "m"), (Lab, "l")],
     f'FROM "{Membership._meta.db_table}" m JOIN "{Lab._meta.db_table}" l ON l.id = m.lab_id '
     "WHERE m.user_id = %s ORDER BY m.id",
+    prepared=True,
 )
 
 
 # Booking.objects.create / IdempotencyKey.objects.create, the INSERT compiled once (core.rows).
-_BOOKING_INSERT = RowInsert(Booking)
-_IDEMPOTENCY_KEY_INSERT = RowInsert(IdempotencyKey)
+_BOOKING_INSERT = RowInsert(Booking, prepared=True)
+_IDEMPOTENCY_KEY_INSERT = RowInsert(IdempotencyKey, prepared=True)
 
 
 def _member_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:

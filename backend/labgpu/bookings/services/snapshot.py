@@ -18,13 +18,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import cached_property
 
-from django.db import connection
-
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.bookings.models import Booking
 from labgpu.catalog.models import InstanceType, NodePool
 from labgpu.core.errors import ApplicationError
-from labgpu.core.rows import JoinedRows
+from labgpu.core.rows import JoinedRows, prepared_cursor
 from labgpu.core.timeutils import month_bounds, month_start, next_month
 from labgpu.quotas.models import Quota
 from labgpu.quotas.selectors import QuotaUsage, quota_usage
@@ -128,6 +126,7 @@ _POOL_LOCK = JoinedRows(
         f'EXISTS (SELECT 1 FROM "{_ALLOWED}" a WHERE a.nodepool_id = p.id)',  # noqa: S608
         f'EXISTS (SELECT 1 FROM "{_ALLOWED}" a WHERE a.nodepool_id = p.id AND a.lab_id = %(lab)s)',  # noqa: S608
     ],
+    prepared=True,
 )
 
 
@@ -163,7 +162,7 @@ def snapshot_load(ask: Ask, pool: NodePool) -> BookingSnapshot:
     """Everything but the quota (loaded when a rule first asks), for `ask` in the locked `pool`."""
     reserved = reserved_period(pool, ask)
     snap = BookingSnapshot(pool=pool, reserved=reserved, blackouts=[], taken=[], ask=ask)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             BLACKOUTS_AND_TAKEN_SQL,
             {
