@@ -1,5 +1,6 @@
 from collections.abc import Callable
 from datetime import timedelta
+from itertools import pairwise
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
@@ -277,6 +278,9 @@ class PoolCalendarViewSet(viewsets.GenericViewSet):
         minutes = asked.get("duration_minutes") or pool.min_duration_minutes
         intervals = availability_intervals(pool, start, end)
         windows = next_free_windows(pool, duration=timedelta(minutes=minutes), after=start)
+        # Each piece ends where the next begins: every moment is formatted once.
+        moments = [iso(piece.start) for piece in intervals]
+        moments.append(iso(end))
         # Plain dicts in AvailabilitySerializer's shape (it documents the answer): a busy
         # pool-month has a few hundred intervals, and a serializer per interval cost more than
         # computing them.
@@ -287,13 +291,15 @@ class PoolCalendarViewSet(viewsets.GenericViewSet):
                 "duration_minutes": minutes,
                 "intervals": [
                     {
-                        "start": iso(piece.start),
-                        "end": iso(piece.end),
+                        "start": piece_start,
+                        "end": piece_end,
                         "used": piece.used,
                         "free": piece.free,
                         "blackout": piece.blackout,
                     }
-                    for piece in intervals
+                    for piece, (piece_start, piece_end) in zip(
+                        intervals, pairwise(moments), strict=True
+                    )
                 ],
                 "next_free": [{"start": iso(s), "end": iso(e)} for s, e in windows],
             }

@@ -4,7 +4,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from itertools import accumulate, pairwise
+from itertools import accumulate
+from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import (
@@ -35,8 +36,7 @@ Period = tuple[datetime, datetime]
 BLACKOUT = -1  # the slot (or id) of a blackout row in a UNION with reservations
 
 
-@dataclass(frozen=True)
-class Interval:
+class Interval(NamedTuple):  # a tuple: a pool-month makes a few hundred of them per read
     start: datetime
     end: datetime
     used: int
@@ -205,24 +205,31 @@ def availability_intervals(pool: NodePool, start: datetime, end: datetime) -> li
     every reservation for every piece: a busy pool-month has a few hundred of each.
     """
     periods, blackouts = reservations_and_blackouts(pool, (start, end), (start, end))
-    changes: dict[datetime, list[int]] = {start: [0, 0], end: [0, 0]}  # moment: [Δused, Δdark]
-    for kind, rows in ((0, periods), (1, blackouts)):
+    # moment: how many reservations (apart: blackouts) begin there, less those that end there.
+    used_at: dict[datetime, int] = {start: 0}
+    dark_at: dict[datetime, int] = {}
+    for at, rows in ((used_at, periods), (dark_at, blackouts)):
         for p_start, p_end in rows:
-            changes.setdefault(max(p_start, start), [0, 0])[kind] += 1
+            p_start = max(p_start, start)
+            at[p_start] = at.get(p_start, 0) + 1
             if p_end < end:
-                changes.setdefault(p_end, [0, 0])[kind] -= 1
+                at[p_end] = at.get(p_end, 0) - 1
+    capacity = pool.capacity
     intervals: list[Interval] = []
+    # The piece being swept: from `since`, `held` reservations and whether a blackout darkens it.
+    since, held, darkened = start, 0, False
     used = dark = 0
-    moments = sorted(changes)
-    for piece_start, piece_end in pairwise(moments):
-        used += changes[piece_start][0]
-        dark += changes[piece_start][1]
-        free = 0 if dark else max(pool.capacity - used, 0)
-        previous = intervals[-1] if intervals else None
-        if previous and previous.used == used and previous.blackout == bool(dark):
-            intervals[-1] = Interval(previous.start, piece_end, used, free, bool(dark))
-        else:
-            intervals.append(Interval(piece_start, piece_end, used, free, bool(dark)))
+    for moment in sorted(used_at.keys() | dark_at.keys()):  # all in [start, end)
+        used += used_at.get(moment, 0)
+        dark += dark_at.get(moment, 0)
+        if used == held and bool(dark) == darkened:
+            continue  # nothing changes here: the piece goes on
+        if moment > since:
+            free = 0 if darkened else max(capacity - held, 0)
+            intervals.append(Interval(since, moment, held, free, darkened))
+        since, held, darkened = moment, used, bool(dark)
+    free = 0 if darkened else max(capacity - held, 0)
+    intervals.append(Interval(since, end, held, free, darkened))
     return intervals
 
 
