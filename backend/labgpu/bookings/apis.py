@@ -129,9 +129,12 @@ class BookingViewSet(
             lab=data.get("lab"),
             jupyter=data.get("jupyter", False),
             idempotency_key=key,
+            # Only a request with a key is ever compared with another.
             request_fingerprint=services.idempotency_fingerprint(
                 {name: getattr(value, "pk", value) for name, value in data.items()}
-            ),
+            )
+            if key
+            else "",
         )
         headers = {"Location": f"/api/v1/bookings/{booking.pk}/"}
         if not created:

@@ -41,12 +41,16 @@ BLACKOUTS_AND_TAKEN_SQL = """
        AND reserved_start < %(reserved_end)s AND reserved_end > %(reserved_start)s
        AND id <> %(exclude)s
 """
-QUOTA_LOCK_SQL = """
-SELECT * FROM quotas_quota
-WHERE lab_id = %s AND instance_type_id = %s AND month = ANY(%s)
-ORDER BY month
-FOR UPDATE
-"""
+# The lab's quota rows of the months touched, locked in month order: parallel bookings of one lab
+# queue here (I-2). Written once and prepared (core.rows): Quota.objects.raw() mapped its columns
+# per call.
+_QUOTA_LOCK = JoinedRows(
+    [(Quota, "q")],
+    f'FROM "{Quota._meta.db_table}" q '
+    "WHERE q.lab_id = %s AND q.instance_type_id = %s AND q.month = ANY(%s) "
+    "ORDER BY q.month FOR UPDATE",
+    prepared=True,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,11 +216,9 @@ def member_bookings_load(ask: Ask) -> list[tuple[datetime, datetime, str]]:
 
 def quota_months_load(ask: Ask, pool: NodePool) -> list[MonthQuota]:
     months = months_touched(ask.start, ask.end)
-    # One statement, rows locked in month order: parallel bookings of one lab queue here (I-2).
-    # Plain SQL (Quota.objects.raw): the queryset's compilation cost more than the statement.
     locked = {
         quota.month: quota
-        for quota in Quota.objects.raw(QUOTA_LOCK_SQL, [ask.lab.pk, pool.instance_type_id, months])
+        for (quota,) in _QUOTA_LOCK.fetch([ask.lab.pk, pool.instance_type_id, months])
     }
     loaded = []
     for month in months:
