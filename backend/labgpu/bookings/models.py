@@ -66,12 +66,16 @@ class UtcIso(Func):
     def as_sql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
         column, params = compiler.compile(self.get_source_expressions()[0])
         assert not params, "a column, not an expression with parameters"
-        utc = f"({column} AT TIME ZONE 'UTC')"
-        sql = (
-            f"""to_char({utc}, 'YYYY-MM-DD"T"HH24:MI:SS') || CASE WHEN to_char({utc}, 'US') """
-            f"""= '000000' THEN '' ELSE to_char({utc}, '.US') END || 'Z'"""
-        )
-        return sql, []
+        return utc_iso_sql(column), []
+
+
+def utc_iso_sql(column: str) -> str:
+    """The SQL of UtcIso for `column`, for statements written out once (bookings.selectors)."""
+    utc = f"({column} AT TIME ZONE 'UTC')"
+    return (
+        f"""to_char({utc}, 'YYYY-MM-DD"T"HH24:MI:SS') || CASE WHEN to_char({utc}, 'US') """
+        f"""= '000000' THEN '' ELSE to_char({utc}, '.US') END || 'Z'"""
+    )
 
 
 def bigint(value: int) -> Cast:

@@ -232,3 +232,16 @@ def test_list_filters_validate_each_request_on_their_own(alice, vision_lab, pool
     assert late.status_code == 200 and late.json()["count"] == 0
     bad = client.get("/api/v1/bookings/", {"status": "bogus"})
     assert set(bad.json()["extra"]["fields"]) == {"status"}
+
+
+def test_busy_shows_a_site_admin_every_labs_bookings(every_kind_of_booking, carol, pool, tomorrow):
+    assert carol.is_site_admin and not carol.memberships.exists()
+    response = client_for(carol).get(
+        f"/api/v1/pools/{pool.pk}/busy/",
+        {"start": tomorrow.isoformat(), "end": (tomorrow + timedelta(days=3)).isoformat()},
+    )
+    assert response.status_code == 200, response.content
+    live = Booking.objects.filter(pool=pool, status__in=Booking.LIVE_STATUSES).order_by("start")
+    assert [(b["booking"], b["lab"]["slug"]) for b in response.json()] == [
+        (booking.pk, booking.lab.slug) for booking in live
+    ]
