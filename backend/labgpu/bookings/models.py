@@ -38,39 +38,13 @@ class Overlaps(Func):
         return sql, [*start[1], *end[1], *lo[1], *hi[1]]
 
 
-class ReservedOverlaps(Overlaps):
-    """`[reserved_start, reserved_end)` of a live row overlaps `[lo, hi)`, answered by the GiST
-    index of the live-slot exclusion constraint (pool_id, slot, reserved range) on both bounds,
-    where the B-tree on (pool_id, reserved_start) reads every live reservation before `hi`."""
-
-    row_bounds = ", '[)'"
-
-    def __init__(self, lo, hi) -> None:  # type: ignore[no-untyped-def]
-        super().__init__("reserved_start", "reserved_end", lo, hi)
-
-
-class UtcIso(Func):
-    """A timestamptz column written by PostgreSQL as the API writes a moment (core.timeutils.iso,
+def utc_iso_sql(column: str) -> str:
+    """SQL that writes the timestamptz `column` as the API writes a moment (core.timeutils.iso,
     DRF's DateTimeField): `2026-12-01T09:00:00Z`, with `.ffffff` only when it has microseconds.
 
-    For reads that return hundreds of moments (a pool-month's busy blocks): text needs no
-    datetime loader and no formatting in Python, which cost more than the query.
+    For reads that return hundreds of moments (a pool-month's busy blocks, bookings.selectors):
+    text needs no datetime loader and no formatting in Python, which cost more than the query.
     """
-
-    output_field = models.CharField()
-    arity = 1
-
-    def __init__(self, column: str) -> None:
-        super().__init__(F(column))
-
-    def as_sql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
-        column, params = compiler.compile(self.get_source_expressions()[0])
-        assert not params, "a column, not an expression with parameters"
-        return utc_iso_sql(column), []
-
-
-def utc_iso_sql(column: str) -> str:
-    """The SQL of UtcIso for `column`, for statements written out once (bookings.selectors)."""
     utc = f"({column} AT TIME ZONE 'UTC')"
     return (
         f"""to_char({utc}, 'YYYY-MM-DD"T"HH24:MI:SS') || CASE WHEN to_char({utc}, 'US') """

@@ -108,8 +108,8 @@ def booking_changeable_by(user: User, booking: Booking) -> bool:
 # reservations_and_blackouts' statement, written once (as RESERVATIONS_BATCH_SQL below): as a
 # UNION of two querysets the ORM spent more CPU assembling and compiling it than PostgreSQL spends
 # running it, on every availability read and approval-queue row. `{reserved}` says which
-# reservations: a range overlap over the GiST index of the live-slot exclusion constraint (as
-# ReservedOverlaps spells it), or, for an empty or inverted period, which overlaps nothing as a
+# reservations: a range overlap over the GiST index of the live-slot exclusion constraint (spelled
+# as the index is: with '[)'), or, for an empty or inverted period, which overlaps nothing as a
 # range, the two comparisons that still hold what contains its instant.
 RESERVATIONS_AND_BLACKOUTS_SQL = """
     SELECT reserved_start, reserved_end, false FROM bookings_booking
@@ -370,7 +370,7 @@ def _reservations_batch(
 # busy_blocks' statement, written once: through the ORM (an EXISTS, five formatted moments, a
 # join) it cost more CPU to assemble and compile than to run. The period test is Overlaps'
 # spelling, which the GiST index `booking_pool_period` answers on both bounds; `own` says whether
-# the row's lab is one of the user's (a site admin's: every lab); moments as UtcIso writes them.
+# the row's lab is one of the user's (a site admin's: every lab); moments as the API writes them.
 _START, _END = utc_iso_sql('b."start"'), utc_iso_sql('b."end"')
 _R_START, _R_END = utc_iso_sql("b.reserved_start"), utc_iso_sql("b.reserved_end")
 BUSY_SQL = f"""
@@ -384,7 +384,7 @@ BUSY_SQL = f"""
      WHERE b.pool_id = %(pool)s::bigint AND b.status = ANY(%(live)s)
        AND tstzrange(b."start", b."end") && tstzrange(%(start)s, %(end)s)
      ORDER BY b."start", b.id
-"""  # noqa: S608 - only UtcIso's SQL of fixed columns is formatted in; values are parameters
+"""  # noqa: S608 - only utc_iso_sql of fixed columns is formatted in; values are parameters
 
 
 def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> list[dict]:
@@ -393,7 +393,7 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
 
     One statement (BUSY_SQL) over the GiST index `booking_pool_period`, which also says whether
     each row's lab is one of the user's (an EXISTS over their memberships, not a second round trip)
-    and writes the moments as the API does (UtcIso); rows are rendered as plain dicts.
+    and writes the moments as the API does (utc_iso_sql); rows are rendered as plain dicts.
     """
     params = {
         "site_admin": user.is_site_admin,
