@@ -57,6 +57,13 @@ def main() -> None:
     p.add_argument("--n", type=int, default=300)
     p.add_argument("--days", type=int, default=365)
     p.add_argument("--top", type=int, default=35)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=42,
+        help="of the random bookings: the same seed asks for the same slots, which fill up "
+        "after a few runs on one database",
+    )
     p.add_argument("--sql", action="store_true", help="print every query of one create")
     p.add_argument(
         "--rush", action="store_true", help="starts within 2 days, as the rush storm"
@@ -78,7 +85,7 @@ def main() -> None:
     base = (datetime.now(UTC) + timedelta(days=1)).replace(
         hour=0, minute=0, second=0, microsecond=0
     )
-    rng = random.Random(42)
+    rng = random.Random(args.seed)
     client = Client()
 
     def one() -> int:
