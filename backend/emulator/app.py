@@ -484,6 +484,8 @@ class Emulator:
             if "status" in rule:
                 status = int(rule["status"])
                 body = {"id": _error_id(status), "message": rule.get("message") or _message(status)}
+            if "retry_after" in rule:  # an injected 429 that says when to come back, as bursts do
+                headers["retry-after"] = str(max(0, int(rule["retry_after"])))
             return self._respond(status, body, headers, request_id)
 
         if faults.error_rate_5xx and random.random() < faults.error_rate_5xx:  # noqa: S311

@@ -209,12 +209,25 @@ def merge_stock(current: dict[str, dict[str, int]], changes: Any) -> dict[str, d
 def _check_rule(rule: Any) -> dict[str, Any]:
     if not isinstance(rule, dict):
         raise ValueError("each entry of `next` must be an object")
-    allowed = {"method", "path", "status", "after_create", "delay_s", "times", "message"}
+    allowed = {
+        "method",
+        "path",
+        "status",
+        "after_create",
+        "delay_s",
+        "retry_after",
+        "times",
+        "message",
+    }
     unknown = set(rule) - allowed
     if unknown:
         raise ValueError(f"unknown key(s) in a `next` rule: {sorted(unknown)}")
     if "status" not in rule and "delay_s" not in rule:
         raise ValueError("a `next` rule needs `status` and/or `delay_s`")
+    if "retry_after" in rule:
+        retry_after = rule["retry_after"]
+        if isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after < 0:
+            raise ValueError("`retry_after` must be a whole number of seconds, 0 or more")
     return dict(rule)
 
 

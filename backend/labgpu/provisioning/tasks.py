@@ -121,19 +121,26 @@ def fail_silent_nodes() -> int:
 
 @shared_task(**RETRY)
 def reconcile(self: Task, account_id: int) -> dict[str, int]:
+    retrying = False
     try:
         return reconciliation.reconcile(account_id=account_id)
     except RETRYABLE as error:
+        retrying = self.request.retries < self.max_retries  # keeps the account's claim
         _retry(self, error)
         raise
+    finally:
+        if not retrying:
+            reconciliation.reconcile_release(account_id)
 
 
 @shared_task(acks_late=True)
 def reconcile_all() -> int:
+    """Beat: enqueue a reconcile for each usable account that has none in flight."""
     accounts = [a for a in ProviderAccount.objects.filter(is_active=True) if a.usable]
-    for account in accounts:
-        reconcile.delay(account.pk)
-    return len(accounts)
+    claimed = [a.pk for a in accounts if reconciliation.reconcile_claim(a.pk)]
+    for account_id in claimed:
+        reconcile.delay(account_id)
+    return len(claimed)
 
 
 @shared_task(acks_late=True)

@@ -5,6 +5,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import models
 from django.db.models import Q
 
@@ -41,6 +42,31 @@ def nodes_fail_silent(*, batch: int = 100) -> int:
         node_fail(node_id=pk, reason="The node agent never reported; the node was replaced.")
         for pk in silent
     )
+
+
+# How long one account's reconcile counts as in flight when nothing releases it (a killed worker).
+RECONCILE_CLAIM_S = 300
+
+
+def _claim_key(account_id: int) -> str:
+    return f"labgpu:reconcile:{account_id}"
+
+
+def reconcile_claim(account_id: int) -> bool:
+    """One reconcile per account in flight. Under a provider rate limit a reconcile retries on
+    the provider's schedule; without this the beat would stack a new one every minute, and the
+    pile of sweeps would spend the request budget that creates and teardowns need."""
+    try:
+        return cache.add(_claim_key(account_id), 1, timeout=RECONCILE_CLAIM_S)
+    except Exception:  # the cache is away: reconcile anyway, it is idempotent
+        return True
+
+
+def reconcile_release(account_id: int) -> None:
+    try:
+        cache.delete(_claim_key(account_id))
+    except Exception:  # the claim lapses on its own
+        logger.warning("reconcile: could not release the claim of account %s", account_id)
 
 
 def reconcile(*, account_id: int) -> dict[str, int]:

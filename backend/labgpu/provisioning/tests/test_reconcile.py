@@ -72,3 +72,25 @@ def test_I8_reconcile_writes_the_missing_usage_record_of_a_destroyed_droplet(pro
     record = UsageRecord.objects.get()
     assert (record.droplet_id, record.node_id, record.seconds) == ("4242", node.pk, 3600)
     assert record.charged_to_lab  # handed over healthy and never failed
+
+
+def test_one_reconcile_per_account_is_in_flight(provider, monkeypatch):
+    """A rate-limited reconcile retries on the provider's schedule; the beat must not stack new
+    ones on it (a pile of sweeps spent the budget a create and a teardown needed)."""
+    from labgpu.provisioning import tasks
+
+    monkeypatch.setenv("LABGPU_PROVIDER_TOKEN_EMULATOR", "a-token")
+    account = NodeFactory().provider_account
+    sent = []
+    monkeypatch.setattr(tasks.reconcile, "delay", sent.append)
+    reconciliation.reconcile_release(account.pk)
+    try:
+        assert tasks.reconcile_all() == 1
+        assert tasks.reconcile_all() == 0  # the first is still queued or retrying
+        assert sent == [account.pk]
+
+        tasks.reconcile(account.pk)  # it ran to the end: the next beat enqueues again
+        assert tasks.reconcile_all() == 1
+        assert sent == [account.pk, account.pk]
+    finally:
+        reconciliation.reconcile_release(account.pk)
