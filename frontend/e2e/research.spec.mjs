@@ -162,7 +162,10 @@ describe('researcher items of issue 14', () => {
     await confirm.locator('[data-testid=extend-quick-availability] .ok').waitFor()
     assert.deepEqual(await seriousViolations(page), [])
     await confirm.locator('[data-testid=extend-quick-ok]').click()
-    await confirm.waitFor({ state: 'detached' })
+    // Either the confirmation goes (extended) or the app says why not: fail with its words.
+    const refused = confirm.locator('[role=alert]')
+    await Promise.race([confirm.waitFor({ state: 'detached' }), refused.waitFor()])
+    assert.equal(await refused.count(), 0, `the extension was refused: ${await refused.textContent().catch(() => '')}`)
     const extended = (await apiCall(context, 'GET', `/api/v1/bookings/${booking.id}/`)).body
     assert.equal(Date.parse(extended.end), Date.parse(booking.end) + 3_600_000)
     await cancelBooking(context, booking.id)

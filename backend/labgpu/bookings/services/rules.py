@@ -154,7 +154,8 @@ def check_member_limits(ask: Ask, snap: BookingSnapshot) -> None:
             )
     if membership.max_hours_per_week is None:
         return
-    week_start, week_end = week_bounds(start, zoneinfo.ZoneInfo(ask.user.timezone or "UTC"))
+    tz = zoneinfo.ZoneInfo(ask.user.timezone or "UTC")
+    week_start, week_end = week_bounds(ask.added_from, tz)  # the weeks the ask adds time to
     limit = timedelta(hours=membership.max_hours_per_week)
     while week_start < end:
         new = min(end, week_end) - max(start, week_start)

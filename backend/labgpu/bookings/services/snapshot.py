@@ -80,6 +80,13 @@ class Ask:
     def exclude_id(self) -> int | None:
         return self.booking.pk if self.booking else None
 
+    @property
+    def added_from(self) -> datetime:
+        """Where the time this asks for begins. An extension adds only [old end, new end): limits
+        per calendar period (quota months, a member's weeks) are checked from there, since the
+        periods before were accepted already and may since have been spent or lowered."""
+        return self.booking.end if self.extension else self.start  # type: ignore[union-attr]
+
 
 @dataclass(frozen=True, slots=True)
 class Blackout:
@@ -218,7 +225,7 @@ def member_bookings_load(ask: Ask) -> list[tuple[datetime, datetime, str]]:
 
 
 def quota_months_load(ask: Ask, pool: NodePool) -> list[MonthQuota]:
-    months = months_touched(ask.start, ask.end)
+    months = months_touched(ask.added_from, ask.end)
     locked = {
         quota.month: quota
         for (quota,) in _QUOTA_LOCK.fetch([ask.lab.pk, pool.instance_type_id, months])

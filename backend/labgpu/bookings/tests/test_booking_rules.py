@@ -1,6 +1,6 @@
 """Each booking rule answers with a clear error and a stable code (docs/api.md lists them)."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -8,7 +8,8 @@ from conftest import client_for
 from labgpu.accounts.tests.factories import LabFactory, MembershipFactory
 from labgpu.bookings.models import Booking
 from labgpu.catalog.tests.factories import BlackoutFactory, NodePoolFactory
-from labgpu.core.timeutils import now
+from labgpu.core.timeutils import month_start, next_month, now
+from labgpu.quotas.models import Quota
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/bookings/"
@@ -265,3 +266,56 @@ def test_non_members_cannot_book_at_all(pool, quotas, tomorrow):
 
 def test_lab_factory_is_independent():
     assert LabFactory._meta.model.__name__ == "Lab"
+
+
+def extend(client, booking_id, end):
+    return client.post(f"{URL}{booking_id}/extend/", {"end": end.isoformat()}, format="json")
+
+
+def test_an_extension_needs_quota_only_in_the_months_it_adds_to(
+    as_alice, vision_lab, instance_type, quotas
+):
+    """A booking running since last month: one more hour this month must not be refused because
+    last month's quota has since been spent or lowered. (Session 7's final CI ran just after
+    midnight UTC on Dec 1; the quick "+1 h" of a node running since Nov 30 was refused.)"""
+    pool = NodePoolFactory(instance_type=instance_type, max_days_ahead=100)
+    first = next_month(month_start(now()))
+    second = next_month(first)
+    boundary = datetime(second.year, second.month, 1, tzinfo=UTC)
+    booking = book(as_alice, pool, boundary - timedelta(hours=2), boundary + timedelta(hours=2))
+    assert booking.status_code == 201, booking.content
+    booking_id = booking.json()["id"]
+    Quota.objects.filter(lab=vision_lab, month=first).update(gpu_hours=0)
+
+    later = extend(as_alice, booking_id, boundary + timedelta(hours=3))
+    assert later.status_code == 200, later.content
+    assert Booking.objects.get(pk=booking_id).end == boundary + timedelta(hours=3)
+
+    # The month it adds to is still checked, against the booking's whole share of that month.
+    Quota.objects.filter(lab=vision_lab, month=second).update(gpu_hours=3 * instance_type.gpu_count)
+    refused = extend(as_alice, booking_id, boundary + timedelta(hours=4))
+    assert_error(refused, 409, "quota_exceeded")
+    assert refused.json()["extra"]["month"] == second.isoformat()
+    assert Booking.objects.get(pk=booking_id).end == boundary + timedelta(hours=3)
+
+
+def test_an_extension_needs_weekly_hours_only_in_the_weeks_it_adds_to(
+    as_alice, alice, vision_lab, pool, quotas
+):
+    """The same for a member's hours per week: a booking over Sunday night that the lab admin's
+    new, lower limit would refuse today is not re-judged for the week it began in."""
+    alice.timezone = "UTC"
+    alice.save(update_fields=["timezone"])
+    today = now()
+    monday = (today + timedelta(days=7 - today.weekday())).replace(
+        hour=0, minute=0, second=0, microsecond=0
+    )
+    booking = book(as_alice, pool, monday - timedelta(hours=3), monday + timedelta(hours=1))
+    assert booking.status_code == 201, booking.content
+    booking_id = booking.json()["id"]
+    alice.memberships.filter(lab=vision_lab).update(max_hours_per_week=2)
+
+    later = extend(as_alice, booking_id, monday + timedelta(hours=2))
+    assert later.status_code == 200, later.content
+    refused = extend(as_alice, booking_id, monday + timedelta(hours=3))
+    assert_error(refused, 409, "member_hours_exceeded")
