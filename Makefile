@@ -128,8 +128,9 @@ dev: migrate ## Django on :8000 plus Vite with hot reload on :5173
 	$(MANAGE) runserver 127.0.0.1:$(PORT) & cd frontend && npm run dev
 
 .PHONY: lint
-lint: db ## ruff, import contracts (docs/architecture.md), migrations and schema drift
-	$(VENV)/bin/ruff check backend agent
+lint: db ## ruff (rules and format), import contracts (docs/architecture.md), migrations and schema drift
+	$(VENV)/bin/ruff check backend agent bench
+	$(VENV)/bin/ruff format --check backend agent bench
 	cd $(BACKEND) && $(CURDIR)/$(VENV)/bin/lint-imports
 	$(MANAGE) makemigrations --check --dry-run
 	$(MANAGE) spectacular --validate --fail-on-warn --file $(CURDIR)/var/openapi-check.yaml

@@ -56,6 +56,8 @@ def is_local(pg_url: str) -> bool:
     """A loopback address, or a unix socket folder (the embedded server's: %2F-encoded)."""
     host = unquote(urlsplit(pg_url).hostname or "")
     return host in LOOPBACK or host.startswith("/")
+
+
 MAX_CLIENTS, MAX_SECONDS = 256, 120
 TARGET_RPS, TARGET_P99_MS = 500, 100  # issue 13: accepted creates/s, at 32 clients
 RUSH_TARGET_RPS, RUSH_TARGET_P99_MS = 300, 150  # every answer (201 or 409) per second
@@ -71,7 +73,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--seconds", type=int, default=20, help="storm duration (≤ 120)")
     p.add_argument(
-        "--workers", type=int, default=3, help="gunicorn worker processes (make run uses 3)"
+        "--workers",
+        type=int,
+        default=3,
+        help="gunicorn worker processes (make run uses 3)",
     )
     p.add_argument(
         "--threads", type=int, default=8, help="threads per gunicorn worker (gthread)"
@@ -518,7 +523,8 @@ def summarize(
             {
                 "answers_per_s": RUSH_TARGET_RPS,
                 "p99_ms": RUSH_TARGET_P99_MS,
-                "met": wrk["requests"] / seconds >= RUSH_TARGET_RPS and p99 <= RUSH_TARGET_P99_MS,
+                "met": wrk["requests"] / seconds >= RUSH_TARGET_RPS
+                and p99 <= RUSH_TARGET_P99_MS,
             }
             if args.rush
             else {
@@ -584,18 +590,26 @@ def ref_worktree(ref: str):  # type: ignore[no-untyped-def]
 
 def run_quiet(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
     """Run a setup step; its stdout, or its output shown when it fails."""
-    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
     if out.returncode:
-        sys.exit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        sys.exit(
+            f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
+        )
     return out.stdout
 
 
 def uptime() -> str:
     """`uptime`: the load on the machine, to read a number beside."""
-    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    return subprocess.run(
+        ["uptime"], capture_output=True, text=True, check=False
+    ).stdout.strip()
 
 
-def run_storm(args: argparse.Namespace, backend: Path, label: str, db: str) -> tuple[dict, bool]:
+def run_storm(
+    args: argparse.Namespace, backend: Path, label: str, db: str
+) -> tuple[dict, bool]:
     """One storm against `backend` on its own database `db`; (summary, passed)."""
     global BACKEND, BACKEND_SOURCE
     BACKEND, BACKEND_SOURCE, args.db = backend, label, db
@@ -606,7 +620,11 @@ def run_storm(args: argparse.Namespace, backend: Path, label: str, db: str) -> t
         log(args, f"[{label}] creating database {args.db}")
         database_url = recreate_database(args)
         env = server_env(args, database_url)
-        run_quiet([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], BACKEND, env)
+        run_quiet(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+            BACKEND,
+            env,
+        )
         log(args, f"[{label}] creating benchmark data")
         seed_env = {
             **env,
@@ -616,7 +634,9 @@ def run_storm(args: argparse.Namespace, backend: Path, label: str, db: str) -> t
             "STORM_USERS_PER_LAB": str(args.users_per_lab),
             "STORM_DAYS": str(args.days),
         }
-        out = run_quiet([sys.executable, str(BENCH / "storm_seed.py")], BACKEND, seed_env)
+        out = run_quiet(
+            [sys.executable, str(BENCH / "storm_seed.py")], BACKEND, seed_env
+        )
         seed = json.loads(out.strip().splitlines()[-1])
         preseeded = {}
         if args.preseed:
@@ -654,10 +674,14 @@ def run_storm(args: argparse.Namespace, backend: Path, label: str, db: str) -> t
         app_pids2 = group_pids(proc.pid)
         pg_pids2 = postgres_backend_pids(database_url)
         # (a worker or backend that started during the run counts from zero)
-        app_cpu = proc_cpu_s(app_pids2) - (app0 if set(app_pids) <= set(app_pids2) else 0)
+        app_cpu = proc_cpu_s(app_pids2) - (
+            app0 if set(app_pids) <= set(app_pids2) else 0
+        )
         pg_cpu = proc_cpu_s(pg_pids2) - (pg0 if set(pg_pids) <= set(pg_pids2) else 0)
         cpu = {
-            "machine_busy_pct": round(100.0 * (busy1 - busy0) / max(1, total1 - total0), 1),
+            "machine_busy_pct": round(
+                100.0 * (busy1 - busy0) / max(1, total1 - total0), 1
+            ),
             "gunicorn_s": round(app_cpu, 2),
             "postgres_s": round(pg_cpu, 2),
             "wall_s": args.seconds,
@@ -665,9 +689,9 @@ def run_storm(args: argparse.Namespace, backend: Path, label: str, db: str) -> t
         }
         stop_gunicorn(proc)
         log(args, f"[{label}] verifying capacity in the database")
-        expected = result["statuses"].get("201", 0) + (warm or {}).get("statuses", {}).get(
-            "201", 0
-        )
+        expected = result["statuses"].get("201", 0) + (warm or {}).get(
+            "statuses", {}
+        ).get("201", 0)
         check = verify(database_url, expected, args.clients * (2 if warm else 1))
         summary = summarize(args, result, warm, check, cpu, "REDIS_URL" in env)
         summary["preseeded"] = preseeded
@@ -701,7 +725,9 @@ def main(argv: list[str] | None = None) -> int:
         ok = ok and other_ok
         summary["versus_ref"] = {
             "ref": label,
-            "rate_ratio": round(rate(summary) / rate(other), 2) if rate(other) else None,
+            "rate_ratio": round(rate(summary) / rate(other), 2)
+            if rate(other)
+            else None,
         }
     if args.json:
         print(json.dumps(runs[0] if len(runs) == 1 else runs, indent=2))
@@ -718,7 +744,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def rate(summary: dict) -> float:
     """What the mode is judged by: accepted creates/s, or in a rush every answer per second."""
-    return summary["requests_per_s"] if summary["config"]["rush"] else summary["creates_per_s"]
+    return (
+        summary["requests_per_s"]
+        if summary["config"]["rush"]
+        else summary["creates_per_s"]
+    )
 
 
 def rate_name(args: argparse.Namespace) -> str:

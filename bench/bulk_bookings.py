@@ -57,7 +57,10 @@ def seed_bookings(
     """Write `bookings` rows spread over the pools' slots; returns counts by status."""
     rng = random.Random(seed)
     moment = datetime.now(UTC).replace(microsecond=0)
-    first, last = moment - timedelta(days=past_days), moment + timedelta(days=future_days)
+    first, last = (
+        moment - timedelta(days=past_days),
+        moment + timedelta(days=future_days),
+    )
     with psycopg.connect(database_url) as conn:
         pools = conn.execute(
             "SELECT p.id, p.capacity, p.provisioning_lead_minutes, p.teardown_grace_minutes,"
@@ -66,9 +69,13 @@ def seed_bookings(
             " WHERE p.id = ANY(%s) OR %s ORDER BY p.id",
             (pool_ids or [], pool_ids is None),
         ).fetchall()
-        members = conn.execute("SELECT lab_id, user_id FROM accounts_membership").fetchall()
+        members = conn.execute(
+            "SELECT lab_id, user_id FROM accounts_membership"
+        ).fetchall()
         if not pools or not members:
-            raise SystemExit("bulk_bookings: no pools or no memberships in the database")
+            raise SystemExit(
+                "bulk_bookings: no pools or no memberships in the database"
+            )
         lanes = [(pool, slot) for pool in pools for slot in range(pool[1])]
         per_lane, extra = divmod(bookings, len(lanes))
         counts: dict[str, int] = {}
@@ -84,11 +91,20 @@ def seed_bookings(
         defaults = {"character varying": "", "text": "", "boolean": False}
         unknown = [name for name, kind in added if kind not in defaults]
         if unknown:
-            raise SystemExit(f"bulk_bookings: give a value for the new columns {unknown}")
-        columns = ", ".join(f'"{name}"' for name in (*COLUMNS, *(name for name, _ in added)))
+            raise SystemExit(
+                f"bulk_bookings: give a value for the new columns {unknown}"
+            )
+        columns = ", ".join(
+            f'"{name}"' for name in (*COLUMNS, *(name for name, _ in added))
+        )
         blanks = tuple(defaults[kind] for _, kind in added)
-        with conn.cursor() as cur, cur.copy(f"COPY bookings_booking ({columns}) FROM STDIN") as copy:
-            for index, ((pool_id, _, lead_m, grace_m, gpus, price), slot) in enumerate(lanes):
+        with (
+            conn.cursor() as cur,
+            cur.copy(f"COPY bookings_booking ({columns}) FROM STDIN") as copy,
+        ):
+            for index, ((pool_id, _, lead_m, grace_m, gpus, price), slot) in enumerate(
+                lanes
+            ):
                 n = per_lane + (index < extra)
                 if not n:
                     continue

@@ -84,7 +84,8 @@ def main() -> int:
     p.add_argument("--db", default="labgpu_quota_bench")
     p.add_argument("--plans", action="store_true", help="print the query plans")
     p.add_argument(
-        "--pg-url", default=os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
+        "--pg-url",
+        default=os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432"),
     )
     args = p.parse_args()
     args.no_redis = True
@@ -92,10 +93,16 @@ def main() -> int:
     env = storm.server_env(args, database_url)
     backend = storm.BACKEND
     try:
-        storm.run_quiet([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], backend, env)
+        storm.run_quiet(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+            backend,
+            env,
+        )
         seed_env = {**env, "STORM_POOLS": "4", "STORM_CAPACITY": "8", "STORM_LABS": "1",
                     "STORM_USERS_PER_LAB": "2", "STORM_DAYS": "60"}  # fmt: skip
-        storm.run_quiet([sys.executable, str(storm.BENCH / "storm_seed.py")], backend, seed_env)
+        storm.run_quiet(
+            [sys.executable, str(storm.BENCH / "storm_seed.py")], backend, seed_env
+        )
         have, results = 0, []
         for round_, size in enumerate(SIZES):
             # History only: every row ends before now, so all of them precede next month.
@@ -117,7 +124,9 @@ def main() -> int:
                     print(f"--- {size} rows, {name}\n{r['plan']}")
         print(f"{'earlier rows':>12}  {'query':<38} {'exec ms':>8}  index rows")
         for r in results:
-            print(f"{r['earlier_rows']:>12}  {r['query']:<38} {r['ms']:>8}  {r['index_rows']}")
+            print(
+                f"{r['earlier_rows']:>12}  {r['query']:<38} {r['ms']:>8}  {r['index_rows']}"
+            )
         print(f"uptime: {storm.uptime()}")
         print(json.dumps(results))
     finally:

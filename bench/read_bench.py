@@ -47,20 +47,31 @@ TARGET_MS = {10_000: 10.0, 100_000: 15.0}
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--bookings", type=int, default=10_000, help="rows in bookings_booking")
+    p.add_argument(
+        "--bookings", type=int, default=10_000, help="rows in bookings_booking"
+    )
     p.add_argument("--pools", type=int, default=8)
     p.add_argument("--capacity", type=int, default=8, help="nodes (slots) per pool")
-    p.add_argument("--per-slot-day", type=float, default=1.0, help="bookings per slot per day")
+    p.add_argument(
+        "--per-slot-day", type=float, default=1.0, help="bookings per slot per day"
+    )
     p.add_argument("--future-days", type=float, default=75)
-    p.add_argument("--requests", type=int, default=300, help="measured requests per endpoint")
-    p.add_argument("--warmup", type=int, default=30, help="unmeasured requests per endpoint")
+    p.add_argument(
+        "--requests", type=int, default=300, help="measured requests per endpoint"
+    )
+    p.add_argument(
+        "--warmup", type=int, default=30, help="unmeasured requests per endpoint"
+    )
     p.add_argument("--workers", type=int, default=3)
-    p.add_argument("--ref", help="also run against this git ref (a worktree), side by side")
+    p.add_argument(
+        "--ref", help="also run against this git ref (a worktree), side by side"
+    )
     p.add_argument("--db", default="labgpu_read_bench")
     p.add_argument("--keep-db", action="store_true")
     p.add_argument("--json", action="store_true", help="print only the JSON")
     p.add_argument(
-        "--pg-url", default=os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
+        "--pg-url",
+        default=os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432"),
     )
     args = p.parse_args(argv)
     if not 1_000 <= args.bookings <= 1_000_000 or not 1 <= args.requests <= 10_000:
@@ -83,7 +94,9 @@ def prepare(args: argparse.Namespace, backend: Path, db: str) -> tuple[str, dict
     args.db = db
     database_url = storm.recreate_database(args)
     env = storm.server_env(args, database_url)
-    storm.run_quiet([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], backend, env)
+    storm.run_quiet(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], backend, env
+    )
     lanes = args.pools * args.capacity
     span = args.bookings / (lanes * args.per_slot_day)
     past = max(1.0, span - args.future_days)
@@ -96,7 +109,9 @@ def prepare(args: argparse.Namespace, backend: Path, db: str) -> tuple[str, dict
         "STORM_DAYS": str(int(args.future_days) + 400),
     }
     seed = json.loads(
-        storm.run_quiet([sys.executable, str(storm.BENCH / "storm_seed.py")], backend, seed_env)
+        storm.run_quiet(
+            [sys.executable, str(storm.BENCH / "storm_seed.py")], backend, seed_env
+        )
         .strip()
         .splitlines()[-1]
     )
@@ -104,8 +119,14 @@ def prepare(args: argparse.Namespace, backend: Path, db: str) -> tuple[str, dict
     counts = seed_bookings(
         database_url, bookings=args.bookings, past_days=past, future_days=span - past
     )
-    storm.log(args, f"seeded {sum(counts.values())} bookings in {time.monotonic() - t0:.1f} s")
-    return database_url, env, {"seed": seed, "statuses": counts, "past_days": round(past, 1)}
+    storm.log(
+        args, f"seeded {sum(counts.values())} bookings in {time.monotonic() - t0:.1f} s"
+    )
+    return (
+        database_url,
+        env,
+        {"seed": seed, "statuses": counts, "past_days": round(past, 1)},
+    )
 
 
 def measure(args: argparse.Namespace, port: int, token: str, pool_id: int) -> dict:
@@ -115,7 +136,11 @@ def measure(args: argparse.Namespace, port: int, token: str, pool_id: int) -> di
         "busy": f"/api/v1/pools/{pool_id}/busy/?{urlencode(window)}",
         "list": "/api/v1/bookings/?"
         + urlencode(
-            {"pool": pool_id, "start_after": window["start"], "end_before": window["end"]}
+            {
+                "pool": pool_id,
+                "start_after": window["start"],
+                "end_before": window["end"],
+            }
         ),
         "availability": f"/api/v1/pools/{pool_id}/availability/?{urlencode(window)}",
     }
@@ -147,7 +172,9 @@ def measure(args: argparse.Namespace, port: int, token: str, pool_id: int) -> di
         for name in paths:
             get(name)
     for _ in range(args.requests):
-        for name in paths:  # in turn, so that noise from neighbours falls on all three alike
+        for (
+            name
+        ) in paths:  # in turn, so that noise from neighbours falls on all three alike
             times[name].append(get(name))
     conn.close()
     result = {}
@@ -198,7 +225,9 @@ def run_one(args: argparse.Namespace, backend: Path, db: str, label: str) -> dic
 def print_table(runs: list[dict], bookings: int) -> None:
     target = TARGET_MS.get(bookings)
     print(f"{bookings} bookings in the table; target p50 ≤ {target or '—'} ms")
-    print(f"{'backend':<28} {'endpoint':<13} {'p50':>7} {'p95':>7} {'p99':>7} {'rows':>6}  load")
+    print(
+        f"{'backend':<28} {'endpoint':<13} {'p50':>7} {'p95':>7} {'p99':>7} {'rows':>6}  load"
+    )
     for run in runs:
         for name in ("busy", "list", "availability"):
             r = run[name]

@@ -50,10 +50,16 @@ from read_bench import month_window
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=300, help="measured requests per endpoint")
-    p.add_argument("--rounds", type=int, default=5, help="CPU ms is the median of this many")
-    p.add_argument("--profile", action="store_true", help="cProfile (CPU timer) per endpoint")
+    p.add_argument(
+        "--rounds", type=int, default=5, help="CPU ms is the median of this many"
+    )
+    p.add_argument(
+        "--profile", action="store_true", help="cProfile (CPU timer) per endpoint"
+    )
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("--endpoint", choices=["busy", "list", "availability"], help="only this one")
+    p.add_argument(
+        "--endpoint", choices=["busy", "list", "availability"], help="only this one"
+    )
     args = p.parse_args()
     user = User.objects.filter(username__startswith="bench-").order_by("pk").first()
     assert user is not None, "no bench users: seed with bench/read_bench.py --keep-db"
@@ -65,23 +71,39 @@ def main() -> None:
     paths = {
         "busy": f"/api/v1/pools/{pool.pk}/busy/?{urlencode(window)}",
         "list": "/api/v1/bookings/?"
-        + urlencode({"pool": pool.pk, "start_after": window["start"], "end_before": window["end"]}),
+        + urlencode(
+            {
+                "pool": pool.pk,
+                "start_after": window["start"],
+                "end_before": window["end"],
+            }
+        ),
         "availability": f"/api/v1/pools/{pool.pk}/availability/?{urlencode(window)}",
     }
     if args.endpoint:
         paths = {args.endpoint: paths[args.endpoint]}
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_ACCEPT="application/json")
+    client = Client(
+        HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_ACCEPT="application/json"
+    )
 
     def get(name: str) -> bytes:
         resp = client.get(paths[name])
-        assert resp.status_code == 200, (paths[name], resp.status_code, resp.content[:300])
+        assert resp.status_code == 200, (
+            paths[name],
+            resp.status_code,
+            resp.content[:300],
+        )
         return resp.content
 
     for name in paths:  # warm caches, connections, the token's last use
         for _ in range(20):
             get(name)
-    print(f"CPU ms per request, median of {args.rounds} rounds of {args.n} (in-process)")
-    print(f"  bench user {user.username}, pool {pool.pk}, {window['start']} … {window['end']}")
+    print(
+        f"CPU ms per request, median of {args.rounds} rounds of {args.n} (in-process)"
+    )
+    print(
+        f"  bench user {user.username}, pool {pool.pk}, {window['start']} … {window['end']}"
+    )
     for name in paths:
         rounds = []
         for _ in range(args.rounds):
@@ -103,7 +125,9 @@ def main() -> None:
         prof.disable()
         out = io.StringIO()
         stats = pstats.Stats(prof, stream=out)
-        print(f"--- {name}: {stats.total_tt / args.n * 1000:.2f} ms CPU/request with profiler ---")
+        print(
+            f"--- {name}: {stats.total_tt / args.n * 1000:.2f} ms CPU/request with profiler ---"
+        )
         stats.sort_stats("cumulative").print_stats(args.top)
         stats.sort_stats("tottime").print_stats(args.top)
         print(out.getvalue())

@@ -496,9 +496,7 @@ def _webhook(client, sink, path="/old") -> dict:
     return response.json()
 
 
-def test_owner_edits_a_channel_and_replaces_its_secret_which_is_never_shown(
-    as_alice, alice, sink
-):
+def test_owner_edits_a_channel_and_replaces_its_secret_which_is_never_shown(as_alice, alice, sink):
     from labgpu.audit.models import AuditEvent
     from labgpu.core.timeutils import now
 
