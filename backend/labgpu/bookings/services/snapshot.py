@@ -83,8 +83,9 @@ class Ask:
     @property
     def added_from(self) -> datetime:
         """Where the time this asks for begins. An extension adds only [old end, new end): limits
-        per calendar period (quota months, a member's weeks) are checked from there, since the
-        periods before were accepted already and may since have been spent or lowered."""
+        per calendar period (quota months, a member's weeks) and blackouts are checked from there,
+        since the time before was accepted already (and may since have been spent, lowered or
+        closed for maintenance)."""
         return self.booking.end if self.extension else self.start  # type: ignore[union-attr]
 
 
@@ -108,7 +109,7 @@ class MonthQuota:
 class BookingSnapshot:
     pool: NodePool  # locked, with its instance type and `restricted` / `lab_allowed`
     reserved: Period  # what the booking would hold: [start - lead, end + grace)
-    blackouts: list[Blackout]  # overlapping [start, end)
+    blackouts: list[Blackout]  # overlapping [added_from, end)
     taken: list[tuple[int, datetime, datetime]]  # (slot, reserved start, end) of live bookings
     # Only for a member with personal limits: their own bookings, (start, end, status).
     member_bookings: list[tuple[datetime, datetime, str]] = field(default_factory=list)
@@ -182,7 +183,9 @@ def snapshot_load(ask: Ask, pool: NodePool) -> BookingSnapshot:
             BLACKOUTS_AND_TAKEN_SQL,
             {
                 "pool": pool.pk,
-                "start": ask.start,
+                # An extension meets only the blackouts over the time it adds: one over the part
+                # already accepted was left to the site admin (bookings/blackouts.py).
+                "start": ask.added_from,
                 "end": ask.end,
                 "reserved_start": reserved[0],
                 "reserved_end": reserved[1],

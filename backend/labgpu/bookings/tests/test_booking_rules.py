@@ -319,3 +319,27 @@ def test_an_extension_needs_weekly_hours_only_in_the_weeks_it_adds_to(
     assert later.status_code == 200, later.content
     refused = extend(as_alice, booking_id, monday + timedelta(hours=3))
     assert_error(refused, 409, "member_hours_exceeded")
+
+
+def test_an_extension_is_closed_only_by_blackouts_over_the_time_it_adds(
+    as_alice, pool, quotas, tomorrow
+):
+    """A blackout set over a live booking leaves it as it is (bookings/blackouts.py: the site admin
+    decides). So it must not refuse that booking's extension, which adds only [old end, new end):
+    a maintenance window the booking already ran through (or was let keep) is no reason to stop
+    it running on. A blackout over the added time still refuses."""
+    booking = book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2))
+    assert booking.status_code == 201, booking.content
+    booking_id = booking.json()["id"]
+    BlackoutFactory(pool=pool, start=tomorrow, end=tomorrow + timedelta(hours=1))
+
+    later = extend(as_alice, booking_id, tomorrow + timedelta(hours=3))
+    assert later.status_code == 200, later.content
+    assert Booking.objects.get(pk=booking_id).end == tomorrow + timedelta(hours=3)
+
+    BlackoutFactory(
+        pool=pool, start=tomorrow + timedelta(hours=4), end=tomorrow + timedelta(hours=5)
+    )
+    refused = extend(as_alice, booking_id, tomorrow + timedelta(hours=5))
+    assert_error(refused, 400, "blackout")
+    assert Booking.objects.get(pk=booking_id).end == tomorrow + timedelta(hours=3)
