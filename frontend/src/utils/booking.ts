@@ -14,6 +14,28 @@ export function estimateBooking(
 }
 
 /**
+ * The GPU-hours a booking of [start, end) takes from each quota month it touches (`YYYY-MM`).
+ * Quota months are UTC calendar months, as the server counts them (`months_touched`), whatever the
+ * user's clock reads; the server judges each month on its own share.
+ */
+export function quotaMonthShares(start: Date, end: Date, gpuCount: number): { month: string; gpuHours: number }[] {
+  const shares: { month: string; gpuHours: number }[] = []
+  let year = start.getUTCFullYear()
+  let month = start.getUTCMonth()
+  // A year of months at most: the pools' longest bookings are days (and a typo is not a loop).
+  while (shares.length < 13) {
+    const begin = Date.UTC(year, month, 1)
+    if (begin >= end.getTime()) break
+    const following = Date.UTC(year, month + 1, 1)
+    const hours = (Math.min(end.getTime(), following) - Math.max(start.getTime(), begin)) / 3600_000
+    shares.push({ month: new Date(begin).toISOString().slice(0, 7), gpuHours: round2(hours * gpuCount) })
+    year = new Date(following).getUTCFullYear()
+    month = new Date(following).getUTCMonth()
+  }
+  return shares
+}
+
+/**
  * The earliest start the pool takes from `now`: its provisioning lead later, rounded up to its
  * grid (the server's `ceil_to_grid`, from UTC midnight; the same instants for any step that
  * divides a day). "Start now" in the booking form.

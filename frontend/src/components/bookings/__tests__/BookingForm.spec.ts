@@ -114,6 +114,52 @@ describe('BookingForm', () => {
     expect(wrapper.get('[data-testid=estimate-cost]').text()).toBe('$14.94')
   })
 
+  it('reads the quota of the UTC month the server charges, not the month on the user’s clock', async () => {
+    // 20:00–23:00 UTC on Nov 30 is Dec 1 04:00–07:00 in Shanghai: November's quota pays for it.
+    const november = { ...quota, id: 8, month: '2026-11-01', remaining_gpu_hours: '2.00' }
+    api.listQuotas.mockImplementation(async ({ month }: { month: string }) => (month === '2026-11-01' ? [november] : [quota]))
+    const wrapper = mountWithApp(BookingForm, {
+      props: { pool: 2, start: '2026-11-30T20:00:00Z', end: '2026-11-30T23:00:00Z' },
+    })
+    await flushPromises()
+    expect(api.listQuotas).toHaveBeenCalledWith({ lab: 1, month: '2026-11-01' })
+    expect(api.listQuotas).not.toHaveBeenCalledWith({ lab: 1, month: '2026-12-01' })
+    const left = wrapper.get('[data-testid=quota-left]').text()
+    expect(left).toContain('2 GPU-hours')
+    expect(left).toContain('more than your lab has left')
+  })
+
+  it('judges a booking over a month end by each month’s share, as the server does', async () => {
+    // 22:00 Nov 30 – 02:00 Dec 1 UTC: 2 GPU-hours in each month.
+    const november = { ...quota, id: 8, month: '2026-11-01', remaining_gpu_hours: '3.00' }
+    const december = { ...quota, remaining_gpu_hours: '1.00' }
+    api.listQuotas.mockImplementation(async ({ month }: { month: string }) => (month === '2026-11-01' ? [november] : [december]))
+    const wrapper = mountWithApp(BookingForm, {
+      props: { pool: 2, start: '2026-11-30T22:00:00Z', end: '2026-12-01T02:00:00Z' },
+    })
+    await flushPromises()
+    expect(api.listQuotas).toHaveBeenCalledWith({ lab: 1, month: '2026-11-01' })
+    expect(api.listQuotas).toHaveBeenCalledWith({ lab: 1, month: '2026-12-01' })
+    const months = wrapper.findAll('[data-testid=quota-left-month]')
+    expect(months.map((m) => m.text())).toEqual([
+      expect.stringContaining('2026-11: 3 GPU-hours'),
+      expect.stringContaining('2026-12: 1 GPU-hours'),
+    ])
+    expect(months[0]!.text()).not.toContain('more than your lab has left')
+    expect(months[1]!.text()).toContain('more than your lab has left')
+
+    // Without a quota row in a month the server refuses the booking, so the form says so there.
+    api.listQuotas.mockImplementation(async ({ month }: { month: string }) => (month === '2026-11-01' ? [november] : []))
+    const noDecember = mountWithApp(BookingForm, {
+      props: { pool: 2, start: '2026-11-30T22:00:00Z', end: '2026-12-01T02:00:00Z' },
+    })
+    await flushPromises()
+    expect(noDecember.findAll('[data-testid=quota-left-month]').map((m) => m.text())).toEqual([
+      expect.stringContaining('2026-11: 3 GPU-hours'),
+      expect.stringContaining('2026-12: No quota set'),
+    ])
+  })
+
   it('sends the window as UTC instants and reports the created booking', async () => {
     api.createBooking.mockResolvedValue({ id: 42, status: 'pending' })
     const wrapper = await mountForm()
