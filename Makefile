@@ -24,6 +24,8 @@ STAMP := $(VENV)/.installed
 EMBEDDED_DB := $(PY) $(BACKEND)/config/embedded_db.py
 SEEDED := $(if $(DATABASE_URL),var/.demo-seeded-pg,var/pg/.demo-seeded)
 HAS_FRONTEND := $(wildcard frontend/package.json)
+# `make run`'s idle demo node: TAG=N for the emulator, written by seed_demo --live on each start
+DEMO_IDLE := var/demo-idle-after
 
 .PHONY: help
 help: ## List the targets
@@ -99,8 +101,9 @@ endif
 run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(PORT) with worker and emulator
 	@test -f $(SEEDED) || { $(MANAGE_AT_EMULATOR) seed_demo && touch $(CURDIR)/$(SEEDED); }
 	@# The demo provider follows this start's emulator port, seeded before or not; bookings that
-	@# run now start unless the last ones still run (one goes idle: Procfile, --idle-after).
-	$(MANAGE_AT_EMULATOR) seed_demo --emulator-only --live
+	@# run now start unless the last ones still run. One goes idle: seed_demo names its droplet
+	@# tag in $(DEMO_IDLE), which the emulator reads as LABGPU_EMULATOR_IDLE_AFTER (TAG=N).
+	$(MANAGE_AT_EMULATOR) seed_demo --emulator-only --live --idle-file $(CURDIR)/$(DEMO_IDLE)
 	$(MANAGE) collectstatic --noinput --verbosity 0
 	@echo "LabGPU on http://127.0.0.1:$(PORT)  (demo users: alice, bob, carol… password labgpu-demo)"
 	cd $(BACKEND) && PORT=$(PORT) EMULATOR_PORT=$(EMULATOR_PORT) VENV_BIN=$(CURDIR)/$(VENV)/bin \
@@ -109,6 +112,7 @@ run: migrate frontend ## Migrate, load demo data once, serve http://127.0.0.1:$(
 	  LABGPU_PROVIDER_TOKEN_EMULATOR=$${LABGPU_PROVIDER_TOKEN_EMULATOR:-emulator-dev-token} \
 	  LABGPU_PROVIDER_ALLOWED_BASE_URLS=$${LABGPU_PROVIDER_ALLOWED_BASE_URLS:-http://127.0.0.1:$(EMULATOR_PORT)} \
 	  LABGPU_PUBLIC_API_URL=$${LABGPU_PUBLIC_API_URL:-http://127.0.0.1:$(PORT)} \
+	  LABGPU_EMULATOR_IDLE_AFTER=$$(cat $(CURDIR)/$(DEMO_IDLE)) \
 	  exec $(CURDIR)/$(VENV)/bin/honcho --no-prefix -f Procfile start
 
 .PHONY: emulator

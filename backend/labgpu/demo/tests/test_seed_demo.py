@@ -1,5 +1,9 @@
 import io
 import json
+import re
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -147,51 +151,154 @@ def test_the_demo_shows_a_notebook_booking_of_alices():
 
 
 @pytest.mark.django_db
-def test_make_run_starts_bookings_running_now_and_the_emulator_sends_exactly_one_idle():
+def test_make_run_starts_bookings_running_now_and_names_the_one_that_goes_idle(tmp_path):
     """Issue 15 item 6: on each `make run` start (`seed_demo --emulator-only --live`) demo bookings
-    run now, their agents reporting varying use; the Procfile's `--idle-after TAG=N` sends the
-    nodes of exactly one of them idle, and that one is in a pool whose idle policy is on."""
-    import re
-    from pathlib import Path
-
+    run now, their agents reporting varying use; --idle-file names the droplet tag of exactly one
+    of them for the emulator, alice's, in a pool whose idle policy is on."""
     from labgpu.core.timeutils import now
-    from labgpu.demo.management.commands.seed_demo import LIVE_PURPOSE
+    from labgpu.demo.management.commands.seed_demo import IDLE_DEMO_PURPOSE, LIVE_PURPOSE
 
     call_command("seed_demo", verbosity=0)
     assert not Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).exists()
     # Without --live (e2e, benches) no pool has an idle policy: it is off by default.
     assert not NodePool.objects.filter(idle_reclaim_minutes__isnull=False).exists()
-    call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO())
+    idle_file = tmp_path / "var" / "demo-idle-after"
+    live_start = ("seed_demo", "--emulator-only", "--live", "--idle-file", str(idle_file))
+    call_command(*live_start, stdout=io.StringIO())
 
     live = list(
-        Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).select_related(
-            "pool__instance_type", "user"
-        )
+        Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).select_related("pool", "user")
     )
     moment = now()
     assert len(live) >= 2
     assert all(b.status == "scheduled" and b.start <= moment < b.end for b in live), [
         (b.purpose, b.status, b.start, b.end) for b in live
     ]
-    procfile = (Path(__file__).resolve().parents[3] / "Procfile").read_text()
-    [emulator_line] = [line for line in procfile.splitlines() if line.startswith("emulator:")]
-    idle_tags = dict(re.findall(r"--idle-after (\S+)=(\d+)", emulator_line))
-    assert idle_tags, "the Procfile sends no demo node idle"
-    goes_idle = [b for b in live if f"labgpu-type-{b.pool.instance_type.slug}" in idle_tags]
-    assert len(goes_idle) == 1, [b.purpose for b in goes_idle]
-    (idle,) = goes_idle
+    idle = Booking.objects.get(purpose=IDLE_DEMO_PURPOSE)
+    assert idle_file.read_text() == f"labgpu-booking-{idle.pk}=4"
     assert idle.pool.idle_reclaim_minutes is not None and idle.pool.idle_grace_minutes
     # alice's: her demo chat channel (the chat sink) shows the idle warning.
     assert idle.user.username == "alice"
 
-    # A second start while they run makes none; once they are over, the next start makes new ones.
-    call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO())
+    # A second start while they run makes none and names the same one; once they are over, the
+    # next start makes new ones and names the new one.
+    call_command(*live_start, stdout=io.StringIO())
     assert Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).count() == len(live)
+    assert idle_file.read_text() == f"labgpu-booking-{idle.pk}=4"
     Booking.objects.filter(pk__in=[b.pk for b in live]).update(status="completed")
-    call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO())
+    call_command(*live_start, stdout=io.StringIO())
     assert Booking.objects.filter(
         purpose__startswith=LIVE_PURPOSE, status="scheduled"
     ).count() == len(live)
+    new_idle = Booking.objects.get(purpose=IDLE_DEMO_PURPOSE, status="scheduled")
+    assert idle_file.read_text() == f"labgpu-booking-{new_idle.pk}=4"
+    # None running (alice's pool gone): nothing goes idle, and the emulator still starts.
+    Booking.objects.filter(purpose__startswith=LIVE_PURPOSE).update(status="completed")
+    NodePool.objects.filter(slug=idle.pool.slug).update(slug="h100-gone")
+    call_command(*live_start, stdout=io.StringIO(), stderr=io.StringIO())
+    assert idle_file.read_text() == ""
+
+
+FAKE_AGENT = """
+import json, os, time
+out = os.path.join(os.environ["FAKE_AGENT_OUT"], os.environ["LABGPU_EMULATOR_DROPLET_ID"])
+with open(out + ".json", "w") as fh:
+    json.dump({"idle_after": os.environ.get("LABGPU_FIXTURE_IDLE_AFTER")}, fh)
+time.sleep(60)
+"""
+
+
+def make_run_emulator_idle_config(idle_file: Path) -> tuple[dict[str, int], dict[str, str]]:
+    """What `make run` hands the emulator about idle nodes: the Procfile's --idle-after flags and
+    LABGPU_EMULATOR_IDLE_AFTER, which the Makefile reads from the file seed_demo --live wrote."""
+    root = Path(__file__).resolve().parents[4]
+    procfile = (root / "backend" / "Procfile").read_text()
+    [emulator_line] = [line for line in procfile.splitlines() if line.startswith("emulator:")]
+    flags = {tag: int(n) for tag, n in re.findall(r"--idle-after (\S+)=(\d+)", emulator_line)}
+    makefile = (root / "Makefile").read_text()
+    [written] = re.findall(r"seed_demo --emulator-only --live --idle-file (\S+)", makefile)
+    assert f"LABGPU_EMULATOR_IDLE_AFTER=$$(cat {written}" in makefile, "make run drops the file"
+    return flags, {"LABGPU_EMULATOR_IDLE_AFTER": idle_file.read_text()}
+
+
+@pytest.mark.django_db
+def test_make_run_sends_only_the_idle_demo_bookings_node_idle_not_every_node_of_its_type(
+    tmp_path,
+):
+    """Issue 15 item 6 through the emulator's HTTP API, wired as `make run` wires it: alice's
+    forgotten notebook's droplet goes idle; another booking's droplet of the same instance type
+    (created with the same type tag) keeps reporting use."""
+    import httpx
+
+    from emulator.testing import start_emulator
+    from labgpu.bookings.services import booking_create
+    from labgpu.demo.management.commands.seed_demo import IDLE_DEMO_PURPOSE
+    from labgpu.providers.cloudinit import render_user_data
+    from labgpu.provisioning.services.nodes import droplet_tags
+
+    call_command("seed_demo", verbosity=0)
+    idle_file = tmp_path / "demo-idle-after"
+    call_command(
+        "seed_demo",
+        "--emulator-only",
+        "--live",
+        "--idle-file",
+        str(idle_file),
+        stdout=io.StringIO(),
+    )
+    idle = Booking.objects.select_related("pool__instance_type").get(purpose=IDLE_DEMO_PURPOSE)
+    other, _ = booking_create(
+        user=User.objects.get(username="bob"),
+        pool=idle.pool,
+        end=idle.end,
+        purpose="bob's training run in the same pool",
+    )
+    assert droplet_tags(other)[-1] == droplet_tags(idle)[-1]  # the same instance type's tag
+
+    flags, env = make_run_emulator_idle_config(idle_file)
+    script = tmp_path / "fake_agent.py"
+    script.write_text(FAKE_AGENT)
+    out = tmp_path / "agent-out"
+    out.mkdir()
+    handle = start_emulator(
+        tmp_path / "emu",
+        boot_delay_s=0.1,
+        agent_cmd=f"{sys.executable} {script}",
+        env={**env, "FAKE_AGENT_OUT": str(out)},
+        idle_after=flags,
+    )
+    try:
+        ids = {}
+        with httpx.Client(base_url=handle.url, headers={"Authorization": "Bearer t"}) as api:
+            for booking in (idle, other):
+                user_data = render_user_data(
+                    api_url="http://127.0.0.1:8000", bootstrap_token=f"bt_booking{booking.pk}_12345"
+                )
+                body = {
+                    "name": f"labgpu-node-{booking.pk}",
+                    "region": booking.pool.region,
+                    "size": booking.pool.instance_type.provider_size,
+                    "image": booking.pool.instance_type.image,
+                    "tags": [f"labgpu-node-{booking.pk}", *droplet_tags(booking)],
+                    "user_data": user_data,
+                }
+                created = api.post("/v2/droplets", json=body)
+                assert created.status_code == 202, created.text
+                ids[booking.pk] = created.json()["droplet"]["id"]
+
+        def reported(booking: Booking) -> dict | None:
+            deadline = time.monotonic() + 10
+            path = out / f"{ids[booking.pk]}.json"
+            while time.monotonic() < deadline:
+                if path.exists() and path.read_text():
+                    return json.loads(path.read_text())
+                time.sleep(0.05)
+            return None
+
+        assert reported(idle) == {"idle_after": "4"}
+        assert reported(other) == {"idle_after": None}
+    finally:
+        handle.close()
 
 
 @pytest.mark.django_db

@@ -364,9 +364,19 @@ def _meter_droplet(
     )
 
 
+def booking_tag(booking_id: int) -> str:
+    """The tag on every droplet of one booking: what singles it out among its type's (the demo's
+    emulator sends exactly this booking's node idle by it)."""
+    return f"labgpu-booking-{booking_id}"
+
+
+def droplet_tags(booking: Booking) -> tuple[str, ...]:
+    """The tags a node's droplet is created with (besides its own `labgpu-node-<id>`)."""
+    return ("labgpu", booking_tag(booking.pk), f"labgpu-type-{booking.pool.instance_type.slug}")
+
+
 def _droplet_spec(node: Node, *, volume: Volume | None = None) -> DropletSpec:
     booking = node.booking
-    instance_type = booking.pool.instance_type
     user_data = render_user_data(
         api_url=settings.LABGPU_PUBLIC_API_URL,
         bootstrap_token=bootstrap_token_for(node.pk),
@@ -381,7 +391,7 @@ def _droplet_spec(node: Node, *, volume: Volume | None = None) -> DropletSpec:
         size=node.size,
         image=node.image,
         user_data=user_data,
-        tags=("labgpu", f"labgpu-booking-{booking.pk}", f"labgpu-type-{instance_type.slug}"),
+        tags=droplet_tags(booking),
         volume_ids=(volume.provider_id,) if volume else (),
     )
 

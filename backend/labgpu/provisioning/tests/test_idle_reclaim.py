@@ -67,19 +67,20 @@ def test_idle_node_is_warned_comes_back_then_goes_idle_and_its_booking_ends_earl
 def test_the_demos_idle_tag_alone_sends_a_busy_node_idle_and_its_booking_is_warned(
     lifecycle, alice, settings
 ):
-    """`make run`'s demo: no control file, only the emulator's idle tag (the Procfile's
-    `--idle-after labgpu-type-…=N`, here set as its fault) — the real agent reports use, then after
-    N heartbeats idle GPUs and no session, and the pool's idle policy warns the booking."""
+    """`make run`'s demo: no control file, only the emulator's idle tag (the booking's droplet tag
+    that seed_demo --live names, `LABGPU_EMULATOR_IDLE_AFTER=labgpu-booking-<id>=N`, here set as
+    its fault) — the real agent reports use, then after N heartbeats idle GPUs and no session, and
+    the pool's idle policy warns the booking."""
     from labgpu.health.models import UtilisationSample
+    from labgpu.provisioning.services.nodes import booking_tag
 
     settings.LABGPU_UTILISATION_SAMPLE_MIN_S = 0  # every heartbeat a sample (the API runs here)
     lifecycle.pool.idle_reclaim_minutes = 6  # 3 s
     lifecycle.pool.idle_grace_minutes = 1440  # 12 min: it stays warned, not ended, here
     lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes"])
-    tag = f"labgpu-type-{lifecycle.pool.instance_type.slug}"
-    lifecycle.emulator.set_faults(idle_after={tag: 2})
+    booking_id = create_booking(alice, lifecycle.pool)  # its node waits for the worker
+    lifecycle.emulator.set_faults(idle_after={booking_tag(booking_id): 2})
     lifecycle.start_worker(LABGPU_IDLE_MINUTE_S="0.5")
-    booking_id = create_booking(alice, lifecycle.pool)
     wait_status(lifecycle, booking_id, "ready")
 
     wait_for(lambda: (t := totals(booking_id)) and t.idle_warned_at, timeout_s=90, message="warned")

@@ -5,6 +5,7 @@ import json
 import os
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -21,6 +22,7 @@ from labgpu.chat.models import ChatChannel
 from labgpu.core.errors import ApplicationError
 from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
 from labgpu.demo.history import seed_history, seed_quota_request
+from labgpu.provisioning.services.nodes import booking_tag
 from labgpu.quotas.models import Quota
 
 DEMO_PASSWORD = "labgpu-demo"
@@ -169,10 +171,11 @@ POOLS: list[dict[str, Any]] = [
 
 # Bookings that run now, made on every `make run` start (`seed_demo --live`) unless the last ones
 # still run: the emulator's fixture agents report varying utilisation on their booking pages, and
-# the Procfile's `--idle-after labgpu-type-h100-1=…` sends the H100 node idle after a few
-# heartbeats, so its pool's idle policy (which --live turns on: 5 minutes, then 30 of grace) warns
-# alice in the app, by mail and in the chat sink's console. Without --live (e2e, benches) every
-# pool's policy stays off, as it is by default. (username, pool slug, hours, purpose)
+# alice's forgotten notebook goes idle after a few heartbeats (--idle-file names its booking's
+# droplet tag for the emulator's --idle-after: that one node, not every node of its type), so its
+# pool's idle policy (which --live turns on: 5 minutes, then 30 of grace) warns alice in the app,
+# by mail and in the chat sink's console. Without --live (e2e, benches) every pool's policy stays
+# off, as it is by default. (username, pool slug, hours, purpose)
 LIVE_PURPOSE = "[demo live]"
 LIVE = [
     ("erin", "mi300x-tor1", 3, f"{LIVE_PURPOSE} Whisper fine-tuning (busy)"),
@@ -180,6 +183,9 @@ LIVE = [
     ("alice", "h100-tor1", 3, f"{LIVE_PURPOSE} Forgotten notebook (goes idle)"),
 ]
 IDLE_DEMO_POOL = "h100-tor1"
+IDLE_DEMO_PURPOSE = LIVE[-1][3]  # alice's forgotten notebook
+#: heartbeats before the idle demo booking's agent reports idle GPUs (two minutes)
+IDLE_DEMO_HEARTBEATS = 4
 
 
 class Command(BaseCommand):
@@ -198,6 +204,11 @@ class Command(BaseCommand):
             help="Start the demo's bookings that run now unless they still run (make run, every "
             "start; with --emulator-only, nothing else).",
         )
+        parser.add_argument(
+            "--idle-file",
+            help="With --live: write the emulator's TAG=N for the one demo booking that goes idle "
+            "(make run passes it on as LABGPU_EMULATOR_IDLE_AFTER); empty when there is none.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["emulator_only"]:
@@ -205,6 +216,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{EMULATOR_ACCOUNT}: {url}")
             if options["live"]:
                 self._live_bookings()
+                self._write_idle_file(options["idle_file"])
             return
         with transaction.atomic():
             users = self._people()
@@ -216,6 +228,7 @@ class Command(BaseCommand):
         seed_quota_request(users=users, pools=pools)
         if options["live"]:
             self._live_bookings()
+            self._write_idle_file(options["idle_file"])
         if options["json"]:
             self.stdout.write(json.dumps(self._summary(users, pools), indent=2))
         else:
@@ -395,6 +408,23 @@ class Command(BaseCommand):
                 self.stderr.write(f"demo booking {purpose!r} not made: {error}")
                 continue
             self.stdout.write(f"demo booking running now: {username}, {pool.name}: {purpose}")
+
+    def _write_idle_file(self, path: str | None) -> None:
+        """Name the idle demo booking's droplet tag for the emulator, whether this start made the
+        booking or an earlier one did and it still runs; with none running, the file is empty."""
+        if not path:
+            return
+        booking = (
+            Booking.objects.filter(
+                purpose=IDLE_DEMO_PURPOSE, status__in=Booking.LIVE_STATUSES, end__gt=now()
+            )
+            .order_by("-start")
+            .first()
+        )
+        line = f"{booking_tag(booking.pk)}={IDLE_DEMO_HEARTBEATS}" if booking else ""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(line)
 
     def _summary(self, users: dict[str, User], pools: dict[str, NodePool]) -> dict[str, Any]:
         people = []
