@@ -150,8 +150,10 @@ describe('daily use (issue 14)', () => {
     const bob = await signIn(browser, 'bob')
     const labId = (await me(bob.context)).memberships.find((m) => m.role === 'lab_admin').lab.id
     const carol = await signIn(browser, 'carol')
-    // The quotas page opens on this month in carol's time zone.
-    const month = `${wallTime(new Date().toISOString(), (await me(carol.context)).timezone).slice(0, 7)}-01`
+    const page = carol.page
+    await page.goto('/quotas')
+    // The month the page lists, as it says (the quota month in effect, not a date on any one clock).
+    const month = `${await page.inputValue('#quota-month')}-01`
     const quotas = (await apiCall(bob.context, 'GET', `/api/v1/quotas/?lab=${labId}&month=${month}&page_size=100`)).body.results
     assert.ok(quotas.length, 'the demo data has quotas for this month')
     const reason = `e2e site admin ${Date.now()}`
@@ -160,8 +162,7 @@ describe('daily use (issue 14)', () => {
     })
     assert.equal(asked.status, 201, JSON.stringify(asked.body))
 
-    const page = carol.page
-    await page.goto('/quotas')
+    await page.reload()
     await page.locator('[data-testid=quota-requests] td', { hasText: reason }).waitFor()
     // Vision Lab's quotas are among every lab's.
     await page.locator('[data-testid=quota-bar]').nth(quotas.length - 1).waitFor()

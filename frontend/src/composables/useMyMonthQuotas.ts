@@ -2,14 +2,14 @@ import { listQuotas } from '@/api/quotas'
 import type { Quota } from '@/api/types'
 import { useSessionStore } from '@/stores/session'
 import { earlyRead } from '@/utils/earlyRead'
-import { monthOf, monthParam } from '@/utils/time'
+import { monthParam, quotaMonthOf } from '@/utils/time'
 import { useResource } from './useResource'
 
-type Session = Pick<ReturnType<typeof useSessionStore>, 'labs' | 'timeZone'>
+type Session = Pick<ReturnType<typeof useSessionStore>, 'labs'>
 
-/** The current month in my time zone and my labs' quotas for it (one read per lab). */
+/** The quota month in effect (a UTC month) and my labs' quotas for it (one read per lab). */
 function myMonthQuotas(session: Session) {
-  const month = monthParam(monthOf(new Date(), session.timeZone))
+  const month = monthParam(quotaMonthOf())
   const labs = session.labs.map((lab) => lab.id)
   return {
     key: `${month} ${labs.join(',')}`,
@@ -20,8 +20,8 @@ function myMonthQuotas(session: Session) {
 const early = earlyRead<Quota[]>()
 
 /**
- * Start reading my labs' quotas as soon as the session is known (it names the labs and the time
- * zone), while the dashboard's code arrives and the app mounts, instead of after the mount.
+ * Start reading my labs' quotas as soon as the session is known (it names the labs), while the
+ * dashboard's code arrives and the app mounts, instead of after the mount.
  */
 export function prefetchMyMonthQuotas(session: Session): void {
   const { key, read } = myMonthQuotas(session)

@@ -118,6 +118,15 @@ export function monthOf(date: Date, timeZone: string): string {
   return `${w.year}-${pad(w.month)}`
 }
 
+/**
+ * `YYYY-MM` of the quota month in effect at `date`. Quotas are kept per UTC month (the server's
+ * `month_start`): bookings now spend this month's, and an earlier one is over (`month_in_past`),
+ * whatever month the user's own clock shows.
+ */
+export function quotaMonthOf(date: Date = new Date()): string {
+  return monthOf(date, 'UTC')
+}
+
 /** The API names a month by its first day (`YYYY-MM-01`). */
 export function monthParam(yearMonth: string): string {
   return `${yearMonth.slice(0, 7)}-01`

@@ -26,12 +26,12 @@ describe('useMyMonthQuotas', () => {
   beforeEach(() => setActivePinia(createPinia()))
   afterEach(() => listQuotas.mockReset())
 
-  it('reads each of my labs for this month in my time zone, and takes the read started before the mount', async () => {
+  it('reads each of my labs for the quota month in effect, and takes the read started before the mount', async () => {
     const session = useSessionStore()
     session.setMe(twoLabs)
     listQuotas.mockImplementation(async ({ lab }: { lab: number }) => [{ id: lab * 10 }])
     prefetchMyMonthQuotas(session)
-    const month = monthParam(monthOf(new Date(), 'Asia/Shanghai'))
+    const month = monthParam(monthOf(new Date(), 'UTC'))
     expect(listQuotas.mock.calls.map(([q]) => q)).toEqual([{ lab: 1, month }, { lab: 7, month }])
     const { resource, scope } = mount()
     await vi.waitFor(() => expect(resource.data.value).toEqual([{ id: 10 }, { id: 70 }]))
@@ -40,6 +40,23 @@ describe('useMyMonthQuotas', () => {
     await resource.reload()
     expect(listQuotas).toHaveBeenCalledTimes(4)
     scope.stop()
+  })
+
+  it('reads the UTC month the quotas are kept in, not the month on my clock', async () => {
+    // 20:00 UTC on Nov 30 is already Dec 1 in Shanghai, but bookings now still spend November's quota.
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(new Date('2026-11-30T20:00:00Z'))
+    try {
+      const session = useSessionStore()
+      session.setMe(alice)
+      listQuotas.mockResolvedValue([])
+      const { resource, scope } = mount()
+      await vi.waitFor(() => expect(resource.data.value).toEqual([]))
+      expect(listQuotas).toHaveBeenCalledWith({ lab: 1, month: '2026-11-01' })
+      scope.stop()
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('asks again when the session changed after the early read (another person, other labs)', async () => {
