@@ -453,12 +453,15 @@ def decision_context(booking: Booking) -> DecisionContext:
 
     A pending booking and a pending extension already hold their slot and count as committed, so
     "before" leaves out what the decision is about: the whole booking, or the extension's hours.
+    An extension is shown as the approval judges it (snapshot.Ask.added_from): the quota months
+    and blackouts from its current end on, not the time already accepted.
     """
     is_extension = booking.status != Booking.Status.PENDING and booking.pending_end is not None
     end_after = booking.pending_end or booking.end
     kept_end = booking.end if is_extension else booking.start
+    added_from = kept_end  # where the time the decision is about begins
     impacts = []
-    month = month_start(booking.start)
+    month = month_start(added_from)
     while month_bounds(month)[0] < end_after:
         begin, finish = month_bounds(month)
         usage = quota_usage(
@@ -490,7 +493,7 @@ def decision_context(booking: Booking) -> DecisionContext:
         end_after=end_after,
         quota=impacts,
         blackouts=list(
-            Blackout.objects.filter(pool=pool, start__lt=end_after, end__gt=booking.start).order_by(
+            Blackout.objects.filter(pool=pool, start__lt=end_after, end__gt=added_from).order_by(
                 "start"
             )
         ),

@@ -1,7 +1,7 @@
 """The approval queue (issue 14): extension requests beside new bookings, each with its quota
 impact and conflicts; bulk decisions, each audited, with per-item errors; the decision history."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -10,7 +10,7 @@ from labgpu.audit.models import AuditEvent
 from labgpu.bookings.models import Booking
 from labgpu.bookings.tests.test_booking_flows import create, extend
 from labgpu.catalog.tests.factories import BlackoutFactory, NodePoolFactory
-from labgpu.core.timeutils import month_start
+from labgpu.core.timeutils import month_start, next_month, now
 from labgpu.quotas.models import Quota
 
 pytestmark = pytest.mark.django_db
@@ -61,6 +61,36 @@ def test_queue_lists_extension_requests_with_quota_before_and_after(
     ]
     assert fresh["blackouts"] == [] and fresh["capacity_free"] is True
     assert as_mallory.get("/api/v1/bookings/approval-queue/").json() == []
+
+
+def test_an_extension_request_shows_the_quota_months_and_blackouts_of_the_time_it_adds(
+    as_alice, as_bob, vision_lab, instance_type, quotas
+):
+    """The approval judges an extension only from the current end on (snapshot.Ask.added_from):
+    the queue shows the lab admin that, not last month's spent quota or a maintenance window the
+    booking was let keep, which read as reasons to refuse."""
+    pool = NodePoolFactory(
+        instance_type=instance_type, capacity=2, requires_approval=True, max_days_ahead=100
+    )
+    first = next_month(month_start(now()))
+    second = next_month(first)
+    boundary = datetime(second.year, second.month, 1, tzinfo=UTC)
+    booking = create(as_alice, pool, boundary - timedelta(hours=2), hours=3)
+    assert as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/").status_code == 200
+    assert extend(as_alice, booking, boundary + timedelta(hours=3)).status_code == 200
+    BlackoutFactory(
+        pool=pool, start=boundary - timedelta(hours=2), end=boundary - timedelta(hours=1)
+    )
+    Quota.objects.filter(lab=vision_lab, month=first).update(gpu_hours=0)
+
+    [item] = as_bob.get("/api/v1/bookings/approval-queue/").json()
+
+    assert item["is_extension"] is True
+    assert [(q["month"], q["exceeds"]) for q in item["quota"]] == [(second.isoformat(), False)]
+    assert item["blackouts"] == []
+    # And the approval agrees with what it showed.
+    assert as_bob.post(f"/api/v1/bookings/{booking['id']}/approve/").status_code == 200
+    assert Booking.objects.get(pk=booking["id"]).end == boundary + timedelta(hours=3)
 
 
 def test_bulk_reject_decides_each_audits_each_and_reports_the_ones_it_could_not(
