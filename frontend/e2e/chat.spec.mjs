@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { after, before, describe, it } from 'node:test'
 
-import { apiCall, launch, screenshot, seriousViolations, settle, signIn } from './support.mjs'
+import { apiCall, launch, nativeDialogs, screenshot, seriousViolations, settle, signIn } from './support.mjs'
 
 const SECRET = 'e2e-chat-signing-secret-42'
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -129,14 +129,25 @@ describe('chat channels', () => {
     assert.equal(wide, false, 'the page scrolls sideways on a 390 px phone')
     assert.deepEqual(await seriousViolations(page), [])
 
-    let question = ''
-    page.once('dialog', (dialog) => {
-      question = dialog.message()
-      void dialog.accept()
-    })
+    // Deleting asks in the app's own dialog, never the browser's (issue 14); Cancel keeps it.
+    const native = nativeDialogs(page)
+    const dialog = page.locator('[data-app-confirm]')
+    const listed = async () => (await apiCall(alice.context, 'GET', '/api/v1/chat-channels/')).body.map((c) => c.id)
     await row.locator('[data-testid=chat-delete]').click()
+    await dialog.locator('#app-confirm-message').waitFor()
+    assert.match(await dialog.locator('#app-confirm-message').textContent(), /Delete the channel “e2e hook”/)
+    assert.deepEqual(await seriousViolations(page), [])
+    await dialog.locator('[data-testid=confirm-cancel]').click()
+    await dialog.waitFor({ state: 'hidden' })
+    await settle(page)
+    assert.ok((await listed()).includes(channel.id), 'Cancel left the channel in place')
+    assert.equal(await row.count(), 1)
+
+    await row.locator('[data-testid=chat-delete]').click()
+    await dialog.locator('[data-testid=confirm-ok]').click()
     await row.waitFor({ state: 'detached' })
-    assert.match(question, /Delete the channel “e2e hook”/)
+    assert.deepEqual(native, [])
+    assert.ok(!(await listed()).includes(channel.id))
     assert.equal((await apiCall(alice.context, 'GET', `/api/v1/chat-channels/${channel.id}/`)).status, 404)
     await alice.context.close()
   })

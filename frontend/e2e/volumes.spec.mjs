@@ -1,11 +1,12 @@
 // Persistent volumes (issue 15 item 1): a researcher sees their volumes with size, use, region
-// and the storage cost metered so far, cannot delete one a booking uses, and deletes a free one;
+// and the storage cost metered so far, cannot delete one a booking uses, and deletes a free one
+// (asked in the app's dialog: Cancel keeps it);
 // a site admin sees everyone's. Volumes and their metered storage are written straight into the
 // database (what provisioning and the meter record), then read and changed through the page.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { apiCall, django, launch, seriousViolations, signIn } from './support.mjs'
+import { apiCall, django, launch, nativeDialogs, seriousViolations, settle, signIn } from './support.mjs'
 
 function seedVolumes() {
   django(`
@@ -64,9 +65,26 @@ describe('volumes (issue 15)', () => {
     assert.equal(refused.status, 409)
     assert.equal(refused.body.code, 'volume_in_use')
 
-    page.once('dialog', (dialog) => dialog.accept())
+    // Deleting asks in the app's own dialog (issue 14), naming the volume, its size and the loss
+    // of its data; Cancel keeps it, on the server too.
+    const native = nativeDialogs(page)
+    const dialog = page.locator('[data-app-confirm]')
+    const question = dialog.locator('#app-confirm-message')
     await free.getByTestId('volume-delete').click()
+    await question.waitFor()
+    assert.match(await question.textContent(), /“e2e-free-atl1” \(50 GB\)\? All its data is lost for good/)
+    assert.deepEqual(await seriousViolations(page), [])
+    await dialog.getByTestId('confirm-cancel').click()
+    await dialog.waitFor({ state: 'hidden' })
+    await settle(page)
+    const kept = (await apiCall(context, 'GET', '/api/v1/volumes/')).body.find((v) => v.name === 'e2e-free-atl1')
+    assert.equal(kept?.state, 'available', 'Cancel left the volume in place')
+    assert.equal(await free.count(), 1)
+
+    await free.getByTestId('volume-delete').click()
+    await dialog.getByTestId('confirm-ok').click()
     await free.waitFor({ state: 'detached' })
+    assert.deepEqual(native, [])
     assert.match(django('from labgpu.provisioning.models import Volume; print(Volume.objects.get(name="e2e-free-atl1").state)'), /deleted$/)
     await context.close()
   })
