@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.servers.basehttp import WSGIServer
@@ -118,6 +119,18 @@ def mid_next_month() -> datetime:
     """10:00 UTC on the 15th of next month: far from any month boundary, for quota arithmetic."""
     first = next_month(month_start(now()))
     return datetime(first.year, first.month, 15, 10, tzinfo=UTC)
+
+
+@pytest.fixture
+def mid_next_week(alice) -> datetime:
+    """10:00 on Wednesday next week on alice's clock: far from any of her week boundaries (weekly
+    limits count Monday 00:00 to Monday in the member's zone; `tomorrow` can lie on either side
+    of one, for Shanghai from Saturday 15:00 to Sunday 16:00 UTC)."""
+    local = now().astimezone(ZoneInfo(alice.timezone))
+    wednesday = (local + timedelta(days=7 - local.weekday() + 2)).replace(
+        hour=10, minute=0, second=0, microsecond=0
+    )
+    return wednesday.astimezone(UTC)
 
 
 def client_for(user, *, scopes=None) -> APIClient:

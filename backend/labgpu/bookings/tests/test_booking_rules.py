@@ -139,10 +139,11 @@ def test_lab_not_allowed_when_pool_visible_through_another_lab(
     assert_error(response, 403, "lab_not_allowed", "pool")
 
 
-def test_member_weekly_hours_limit(as_alice, alice, vision_lab, pool, quotas, tomorrow):
+def test_member_weekly_hours_limit(as_alice, alice, vision_lab, pool, quotas, mid_next_week):
     alice.memberships.filter(lab=vision_lab).update(max_hours_per_week=3)
-    assert book(as_alice, pool, tomorrow, tomorrow + timedelta(hours=2)).status_code == 201
-    response = book(as_alice, pool, tomorrow + timedelta(hours=3), tomorrow + timedelta(hours=5))
+    start = mid_next_week  # both bookings in one of her weeks, whenever the test runs
+    assert book(as_alice, pool, start, start + timedelta(hours=2)).status_code == 201
+    response = book(as_alice, pool, start + timedelta(hours=3), start + timedelta(hours=5))
     assert_error(response, 409, "member_hours_exceeded")
     assert response.json()["extra"]["remaining_hours"] == 1
 
@@ -306,8 +307,10 @@ def test_an_extension_needs_weekly_hours_only_in_the_weeks_it_adds_to(
     new, lower limit would refuse today is not re-judged for the week it began in."""
     alice.timezone = "UTC"
     alice.save(update_fields=["timezone"])
+    # The Monday after next: at least a week ahead, so the booking from 21:00 on the Sunday
+    # before it never starts in the past (next Monday did, late on a Sunday).
     today = now()
-    monday = (today + timedelta(days=7 - today.weekday())).replace(
+    monday = (today + timedelta(days=14 - today.weekday())).replace(
         hour=0, minute=0, second=0, microsecond=0
     )
     booking = book(as_alice, pool, monday - timedelta(hours=3), monday + timedelta(hours=1))

@@ -14,18 +14,21 @@ pytestmark = pytest.mark.django_db
 H = timedelta(hours=1)
 
 
-def test_windows_over_the_weekly_hours_limit_are_marked_refused(alice, vision_lab, pool, tomorrow):
+def test_windows_over_the_weekly_hours_limit_are_marked_refused(
+    alice, vision_lab, pool, mid_next_week
+):
     membership = alice.memberships.get(lab=vision_lab)
     membership.max_hours_per_week = 3
     membership.save(update_fields=["max_hours_per_week"])
-    reserve(alice, pool, tomorrow, tomorrow + 2 * H)  # 2 of her 3 hours that week
+    start = mid_next_week  # a day either side stays in her week, whenever the test runs
+    reserve(alice, pool, start, start + 2 * H)  # 2 of her 3 hours that week
 
     windows = member_free_windows(
-        pool, user=alice, membership=membership, duration=2 * H, after=tomorrow
+        pool, user=alice, membership=membership, duration=2 * H, after=start
     )
 
     assert windows, "the pool has free windows"
-    same_week = [w for w in windows if w.start < tomorrow + 24 * H]
+    same_week = [w for w in windows if w.start < start + 24 * H]
     assert same_week
     for window in same_week:
         assert window.refused is not None
