@@ -160,8 +160,10 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
       assert.ok((await ext.textContent()).includes(text.extension))
       await ext.locator('[data-testid=extension-end]').waitFor()
       assert.ok((await ext.locator('[data-testid=conflicts]').textContent()).includes(reason), 'the blackout over the extension is listed')
-      // Quota impact against the quota API: the lab's limit for that month, before → after.
-      const month = extended.start.slice(0, 7)
+      // Quota impact against the quota API: the lab's limit for that month, before → after. The
+      // approval judges an extension from its current end on, so the first line is the UTC month
+      // that end lies in (not the start's: late on a month's last day they differ).
+      const month = new Date(extended.end).toISOString().slice(0, 7)
       const quotas = (await apiCall(bobApi, 'GET', `/api/v1/quotas/?lab=${extended.lab.id}&month=${month}-01`)).body
       const quota = (Array.isArray(quotas) ? quotas : quotas.results).find((q) => q.instance_type === pool.instance_type)
       const impact = (await ext.locator('[data-testid=quota-impact]').textContent()).replace(/,/g, '')
@@ -169,7 +171,9 @@ describe('zh-CN and daily use (issue 14, zhcn)', () => {
       assert.match(impact, new RegExp(`(?<![\\d.])${Number(quota.gpu_hours)}(?![\\d.]*\\d)`), `"${impact}" names the limit ${quota.gpu_hours}`)
       const gpus = (await apiCall(bobApi, 'GET', `/api/v1/instance-types/${pool.instance_type}/`)).body.gpu_count
       const [before, after] = impact.match(/([\d.]+) → ([\d.]+)/).slice(1).map(Number)
-      const extensionMinutes = (new Date(extended.window.end) - new Date(extended.end)) / 60_000
+      // The extension's GPU-hours in that month (the rest, if it runs past the month's end, is the next line's).
+      const monthEnd = Date.UTC(Number(month.slice(0, 4)), Number(month.slice(5, 7)), 1)
+      const extensionMinutes = (Math.min(Date.parse(extended.window.end), monthEnd) - Date.parse(extended.end)) / 60_000
       assert.equal(Math.round((after - before) * 60), Math.round(extensionMinutes * gpus), 'after − before is the extension’s GPU-hours')
       await screenshot(page, `approvals-queue-${locale}`)
 
