@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import zoneinfo
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from labgpu.bookings.models import Booking
@@ -127,12 +127,16 @@ def check_blackouts(ask: Ask, snap: BookingSnapshot) -> None:
 
 
 def week_bounds(moment: datetime, tz: zoneinfo.ZoneInfo) -> tuple[datetime, datetime]:
-    """The member's local week (Monday 00:00) around `moment`; DST-aware."""
+    """The member's local week (Monday 00:00 to the next) around `moment`, as UTC instants.
+
+    DST-aware: a week with a change lasts 167 or 169 hours. In UTC, because Python subtracts two
+    datetimes sharing one tzinfo by their wall clocks (7 days, always).
+    """
     local = moment.astimezone(tz)
     monday = (local - timedelta(days=local.weekday())).replace(
         hour=0, minute=0, second=0, microsecond=0
     )
-    return monday, monday + timedelta(days=7)
+    return monday.astimezone(UTC), (monday + timedelta(days=7)).astimezone(UTC)
 
 
 def check_member_limits(ask: Ask, snap: BookingSnapshot) -> None:
@@ -170,11 +174,11 @@ def check_member_limits(ask: Ask, snap: BookingSnapshot) -> None:
             left = max(limit - existing, timedelta(0)).total_seconds() / 3600
             raise Conflict(
                 f"Your lab allows you {membership.max_hours_per_week} hours per week; "
-                f"{left:g} left in the week of {week_start.date().isoformat()}.",
+                f"{left:g} left in the week of {week_start.astimezone(tz).date().isoformat()}.",
                 code="member_hours_exceeded",
                 extra={"limit_hours": membership.max_hours_per_week, "remaining_hours": left},
             )
-        week_start, week_end = week_end, week_end + timedelta(days=7)
+        week_start, week_end = week_bounds(week_end, tz)
 
 
 def check_capacity(ask: Ask, snap: BookingSnapshot) -> None:

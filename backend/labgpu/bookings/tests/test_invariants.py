@@ -7,7 +7,7 @@ thread with its own database connection: the database, not Python, has to hold t
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from itertools import pairwise
 
@@ -266,10 +266,59 @@ def test_I7_weekly_limit_follows_the_members_time_zone_across_dst(alice, vision_
     berlin = ZoneInfo("Europe/Berlin")
     week_start, week_end = _week_bounds(datetime(2027, 10, 31, 22, 30, tzinfo=berlin), berlin)
     assert week_start == datetime(2027, 10, 25, tzinfo=berlin)
-    assert (week_end - week_start) == timedelta(days=7)
-    assert (
-        week_end.astimezone(ZoneInfo("UTC")) - week_start.astimezone(ZoneInfo("UTC"))
-    ) == timedelta(hours=169)
+    assert week_end == datetime(2027, 11, 1, tzinfo=berlin)
+    assert week_end - week_start == timedelta(hours=169)  # UTC instants: real hours
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("monday", "hours", "refused_at"),
+    [
+        # Berlin's week of 2027-10-25 has 169 hours (summer time ends on the Sunday), that of
+        # 2027-03-22 has 167 (it begins). A booking over the whole local week spends that many of
+        # its hours, not 168.
+        (datetime(2027, 10, 25), 169, 168),
+        (datetime(2027, 3, 22), 167, 166),
+    ],
+)
+def test_I7_weekly_limit_counts_a_dst_week_in_real_hours(
+    alice, vision_lab, pool, monday, hours, refused_at
+):
+    from zoneinfo import ZoneInfo
+
+    from labgpu.bookings.services.rules import check_member_limits
+    from labgpu.bookings.services.snapshot import Ask, BookingSnapshot
+    from labgpu.core.errors import Conflict
+
+    berlin = ZoneInfo("Europe/Berlin")
+    alice.timezone = "Europe/Berlin"
+    membership = alice.memberships.get(lab=vision_lab)
+    week_start = monday.replace(tzinfo=berlin).astimezone(UTC)
+    week_end = (monday + timedelta(days=7)).replace(tzinfo=berlin).astimezone(UTC)
+    assert week_end - week_start == timedelta(hours=hours)
+    # An hour either side: the week's share is then bounded by the week itself.
+    start, end = week_start - timedelta(hours=1), week_end + timedelta(hours=1)
+
+    def judge(limit: int) -> None:
+        membership.max_hours_per_week = limit
+        ask = Ask(
+            user=alice,
+            lab=vision_lab,
+            membership=membership,
+            start=start,
+            end=end,
+            on_demand=False,
+            moment=start - timedelta(days=1),
+        )
+        snap = BookingSnapshot(pool=pool, reserved=(start, end), blackouts=[], taken=[])
+        check_member_limits(ask, snap)
+
+    judge(hours)  # exactly the limit: allowed
+    with pytest.raises(Conflict) as refused:
+        judge(refused_at)
+    assert refused.value.code == "member_hours_exceeded"
+    # Named by her Monday, not by the UTC date that Monday's midnight falls on (a Sunday).
+    assert f"in the week of {monday.date().isoformat()}" in str(refused.value)
 
 
 @pytest.mark.django_db
