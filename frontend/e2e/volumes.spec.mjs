@@ -70,7 +70,8 @@ describe('volumes (issue 15)', () => {
     const native = nativeDialogs(page)
     const dialog = page.locator('[data-app-confirm]')
     const question = dialog.locator('#app-confirm-message')
-    await free.getByTestId('volume-delete').click()
+    // A screen reader hears which volume the button deletes, not a row of bare "Delete"s.
+    await free.getByRole('button', { name: 'Delete volume e2e-free-atl1' }).click()
     await question.waitFor()
     assert.match(await question.textContent(), /“e2e-free-atl1” \(50 GB\)\? All its data is lost for good/)
     assert.deepEqual(await seriousViolations(page), [])
