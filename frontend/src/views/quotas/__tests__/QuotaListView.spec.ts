@@ -20,7 +20,7 @@ const { default: QuotaListView } = await import('../QuotaListView.vue')
 const dave = {
   ...alice,
   username: 'dave',
-  timezone: 'America/Toronto',
+  timezone: 'America/Toronto' as const,
   memberships: [{ id: 1, lab: alice.memberships[0]!.lab, role: 'lab_admin' as const }],
 }
 
