@@ -27,21 +27,7 @@ spa_database() {
     "$PY" "$ROOT/backend/config/embedded_db.py" start
     DATABASE_URL="$("$PY" "$ROOT/backend/config/embedded_db.py" url)"
   fi
-  DATABASE_URL="$("$PY" - "$DATABASE_URL" "$suffix" <<'PY'
-import sys
-from urllib.parse import urlsplit
-
-import psycopg
-from psycopg import sql
-
-url = urlsplit(sys.argv[1])
-name = f"{url.path.lstrip('/') or 'labgpu'}_{sys.argv[2]}"
-with psycopg.connect(url._replace(path="/postgres").geturl(), autocommit=True) as conn:
-    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-print(url._replace(path=f"/{name}").geturl())
-PY
-)"
+  DATABASE_URL="$("$PY" "$ROOT/backend/config/fresh_db.py" "$DATABASE_URL" "$suffix")"
   export DATABASE_URL
   (cd "$ROOT/backend" && "$PY" manage.py migrate --noinput >/dev/null \
     && "$PY" manage.py seed_demo --json > "$VAR/users.json")

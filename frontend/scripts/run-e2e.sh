@@ -16,21 +16,7 @@ if [[ -z "${DATABASE_URL:-}" ]]; then
 fi
 # A fresh database named after DATABASE_URL's own (labgpu_alice -> labgpu_alice_e2e), so two
 # checkouts sharing one server never drop each other's browser run.
-DATABASE_URL="$("$PY" - "$DATABASE_URL" <<'PY'
-import sys
-from urllib.parse import urlsplit
-
-import psycopg
-from psycopg import sql
-
-url = urlsplit(sys.argv[1])
-name = f"{url.path.lstrip('/') or 'labgpu'}_e2e"
-with psycopg.connect(url._replace(path="/postgres").geturl(), autocommit=True) as conn:
-    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-print(url._replace(path=f"/{name}").geturl())
-PY
-)"
+DATABASE_URL="$("$PY" "$ROOT/backend/config/fresh_db.py" "$DATABASE_URL" e2e)"
 export DATABASE_URL
 export DJANGO_SECRET_KEY="e2e-only-secret" LABGPU_THROTTLE_USER="100000/min" LABGPU_VAR_DIR="$VAR"
 # Mail goes to files the specs read (E2E_MAIL_DIR); links in it point at this server.
