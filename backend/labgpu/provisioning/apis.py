@@ -11,12 +11,14 @@ from labgpu.accounts.models import Lab
 from labgpu.accounts.selectors import admin_lab_ids_of
 from labgpu.api.permissions import SITE_ADMIN
 from labgpu.bookings.serializers import ReasonSerializer
+from labgpu.catalog.selectors import pools_visible_to
 from labgpu.core.errors import NotFound, NotPermitted
 from labgpu.provisioning.models import Node, UntrackedVolume
-from labgpu.provisioning.selectors import volumes_visible_to
+from labgpu.provisioning.selectors import pool_ready_times, volumes_visible_to
 from labgpu.provisioning.serializers import (
     LabVolumeSizeSerializer,
     NodeSerializer,
+    PoolReadyTimeSerializer,
     UntrackedVolumeSerializer,
     VolumeSerializer,
 )
@@ -141,3 +143,16 @@ class LabVolumeSizeApi(APIView):
         body.is_valid(raise_exception=True)
         lab_volume_size_set(lab=lab, size_gb=body.validated_data["size_gb"])
         return self._answer(lab)
+
+
+class PoolReadyTimesApi(APIView):
+    """How long each pool you may book takes to hand a node over (creation to ready): the booking
+    form shows it beside "Start now". Pools with no ready node yet are left out."""
+
+    @extend_schema(responses=PoolReadyTimeSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        pool_ids = list(pools_visible_to(request.user).values_list("id", flat=True))
+        times = pool_ready_times(pool_ids=pool_ids)
+        return Response(
+            PoolReadyTimeSerializer(sorted(times.values(), key=lambda t: t["pool"]), many=True).data
+        )

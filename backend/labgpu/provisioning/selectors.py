@@ -1,7 +1,8 @@
 from decimal import Decimal
+from statistics import median
 
-from django.db.models import DecimalField, Q, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import DecimalField, F, Q, QuerySet, Sum, Value, Window
+from django.db.models.functions import Coalesce, RowNumber
 
 from labgpu.accounts.models import User
 from labgpu.accounts.selectors import lab_ids_of
@@ -32,3 +33,37 @@ def volumes_visible_to(user: User) -> QuerySet[Volume]:
     if user.is_site_admin:
         return volumes
     return volumes.filter(Q(owner_user=user) | Q(owner_lab_id__in=lab_ids_of(user)))
+
+
+# How many of a pool's latest ready nodes tell how long one takes to come up.
+READY_TIME_SAMPLES = 20
+
+
+def pool_ready_times(*, pool_ids: list[int] | None = None) -> dict[int, dict]:
+    """Per pool: the median and slowest seconds from a node's creation to its handover (boot,
+    bootstrap and the health gate), over its READY_TIME_SAMPLES latest ready nodes. The booking
+    form says this beside "Start now": an on-demand booking's node is that long away."""
+    ranked = (
+        Node.objects.filter(ready_at__isnull=False, ready_at__gte=F("created_at"))
+        .annotate(
+            rank=Window(
+                RowNumber(), partition_by=[F("booking__pool_id")], order_by=F("ready_at").desc()
+            )
+        )
+        .values_list("booking__pool_id", "created_at", "ready_at", "rank")
+    )
+    if pool_ids is not None:
+        ranked = ranked.filter(booking__pool_id__in=pool_ids)
+    seconds: dict[int, list[float]] = {}
+    for pool_id, created_at, ready_at, rank in ranked:
+        if rank <= READY_TIME_SAMPLES:
+            seconds.setdefault(pool_id, []).append((ready_at - created_at).total_seconds())
+    return {
+        pool_id: {
+            "pool": pool_id,
+            "median_seconds": round(median(values)),
+            "max_seconds": round(max(values)),
+            "samples": len(values),
+        }
+        for pool_id, values in seconds.items()
+    }

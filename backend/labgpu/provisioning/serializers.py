@@ -103,3 +103,12 @@ class UntrackedVolumeSerializer(serializers.ModelSerializer):
         model = UntrackedVolume
         fields = ["id", "provider_id", "name", "region", "size_gb", "created_at", "last_seen_at"]
         read_only_fields = fields
+
+
+class PoolReadyTimeSerializer(serializers.Serializer):
+    """How long a pool's nodes took from creation to handover (its latest ready nodes)."""
+
+    pool = serializers.IntegerField()
+    median_seconds = serializers.IntegerField()
+    max_seconds = serializers.IntegerField()
+    samples = serializers.IntegerField()

@@ -1,5 +1,5 @@
 import { api, fetchAllPages, MAX_PAGE_SIZE, unwrap } from './client'
-import type { Availability, Blackout, BlackoutClash, BlackoutCreated, BusyBlock, FreeWindow, InstanceType, Lab, Pool } from './types'
+import type { Availability, Blackout, BlackoutClash, BlackoutCreated, BusyBlock, FreeWindow, InstanceType, Lab, Pool, PoolReadyTime } from './types'
 
 const page_size = MAX_PAGE_SIZE
 
@@ -17,6 +17,11 @@ export function listPools(): Promise<Pool[]> {
   return fetchAllPages((page) =>
     unwrap(api.GET('/api/v1/pools/', { params: { query: { page, page_size, is_active: true } } })),
   )
+}
+
+/** How long each pool's latest nodes took from creation to handover (pools with none are left out). */
+export function listPoolReadyTimes(): Promise<PoolReadyTime[]> {
+  return unwrap(api.GET('/api/v1/pool-ready-times/'))
 }
 
 export function listBlackouts(pool: number | undefined, range?: { start: string; end: string }): Promise<Blackout[]> {

@@ -1062,6 +1062,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/pool-ready-times/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description How long each pool you may book takes to hand a node over (creation to ready): the booking
+         *     form shows it beside "Start now". Pools with no ready node yet are left out.
+         */
+        get: operations["v1_pool_ready_times_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/pools/": {
         parameters: {
             query?: never;
@@ -2732,6 +2752,13 @@ export interface components {
             /** @description Environment variable holding the token: LABGPU_PROVIDER_TOKEN_<NAME>. */
             token_env_var?: string;
             is_active?: boolean;
+        };
+        /** @description How long a pool's nodes took from creation to handover (its latest ready nodes). */
+        PoolReadyTime: {
+            pool: number;
+            median_seconds: number;
+            max_seconds: number;
+            samples: number;
         };
         ProviderAccount: {
             readonly id: number;
@@ -9301,6 +9328,70 @@ export interface operations {
             };
             /** @description Conflict (e.g. pool full: extra.next_free) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_pool_ready_times_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PoolReadyTime"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

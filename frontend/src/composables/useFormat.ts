@@ -44,6 +44,13 @@ export function useFormat() {
     return minutes < 120 ? minutesFmt.value.format(Math.floor(minutes)) : hoursFmt.value.format(minutes / 60)
   }
 
+  const secondsFmt = computed(
+    () => new Intl.NumberFormat(locale.value, { style: 'unit', unit: 'second', unitDisplay: 'long' }),
+  )
+  /** A wait as people say it: "40 seconds" under a minute and a half, else as `duration`. */
+  const waitTime = (seconds: number) =>
+    seconds < 90 ? secondsFmt.value.format(Math.round(seconds)) : duration(seconds * 1000)
+
   return {
     timeZone,
     dateTime: (v: string | Date) => dateTimeFmt.value.format(toDate(v)),
@@ -54,6 +61,7 @@ export function useFormat() {
     number: (v: number | string) => numberFmt.value.format(Number(v)),
     money: (v: number | string) => moneyFmt.value.format(Number(v)),
     duration,
+    waitTime,
     since: (v: string | Date) => duration(Date.now() - toDate(v).getTime()),
   }
 }

@@ -36,17 +36,19 @@ export function quotaMonthShares(start: Date, end: Date, gpuCount: number): { mo
 }
 
 /**
- * The earliest start the pool takes from `now`: its provisioning lead later, rounded up to its
- * grid (the server's `ceil_to_grid`, from UTC midnight; the same instants for any step that
- * divides a day). "Start now" in the booking form.
+ * "Start now": an on-demand booking from `now` (the server takes its own now when no start is
+ * sent, and exempts that start from the grid), `length` long, its end rounded up to the pool's
+ * grid (the server's `ceil_to_grid`, from UTC midnight) and never shorter than the pool's minimum.
  */
-export function earliestStart(
-  pool: { provisioning_lead_minutes?: number; granularity_minutes?: number },
+export function onDemandWindow(
+  pool: { granularity_minutes?: number; min_duration_minutes?: number },
+  length: number,
   now: Date = new Date(),
-): Date {
-  const lead = (pool.provisioning_lead_minutes ?? 0) * 60_000
+): { start: Date; end: Date } {
+  const start = new Date(Math.floor(now.getTime() / 60_000) * 60_000)
   const step = Math.max(pool.granularity_minutes ?? 30, 1) * 60_000
-  return new Date(Math.ceil((now.getTime() + lead) / step) * step)
+  const least = Math.max(length, (pool.min_duration_minutes ?? 0) * 60_000)
+  return { start, end: new Date(Math.ceil((now.getTime() + least) / step) * step) }
 }
 
 export function round2(n: number): number {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 
-import { canCancel, canChange, canEndEarly, canExtend, earliestStart, estimateBooking, quotaShares, statusTimeline } from '../booking'
+import { canCancel, canChange, canEndEarly, canExtend, onDemandWindow, estimateBooking, quotaShares, statusTimeline } from '../booking'
 
 describe('booking estimate', () => {
   it('counts GPU-hours per GPU and cost per node-hour', () => {
@@ -68,14 +68,15 @@ describe('canChange (the server lets the owner, the lab’s admins and site admi
   })
 })
 
-describe('earliestStart ("Start now")', () => {
-  it('adds the provisioning lead, then rounds up to the pool grid', () => {
+describe('onDemandWindow ("Start now")', () => {
+  it('starts this minute and ends on the pool grid at least the length later', () => {
     const now = new Date('2026-12-01T10:07:30Z')
-    expect(earliestStart({ provisioning_lead_minutes: 15, granularity_minutes: 30 }, now).toISOString()).toBe('2026-12-01T10:30:00.000Z')
-    expect(earliestStart({ provisioning_lead_minutes: 0, granularity_minutes: 60 }, now).toISOString()).toBe('2026-12-01T11:00:00.000Z')
-    expect(earliestStart({ provisioning_lead_minutes: 53, granularity_minutes: 15 }, now).toISOString()).toBe('2026-12-01T11:15:00.000Z')
+    const w = onDemandWindow({ granularity_minutes: 30 }, 4 * 3600_000, now)
+    expect(w.start.toISOString()).toBe('2026-12-01T10:07:00.000Z')
+    expect(w.end.toISOString()).toBe('2026-12-01T14:30:00.000Z')
   })
-  it('keeps a time already on the grid', () => {
-    expect(earliestStart({ provisioning_lead_minutes: 30, granularity_minutes: 30 }, new Date('2026-12-01T10:00:00Z')).toISOString()).toBe('2026-12-01T10:30:00.000Z')
+  it('never books less than the pool minimum', () => {
+    const w = onDemandWindow({ granularity_minutes: 15, min_duration_minutes: 120 }, 30 * 60_000, new Date('2026-12-01T10:00:00Z'))
+    expect(w.end.toISOString()).toBe('2026-12-01T12:00:00.000Z')
   })
 })
