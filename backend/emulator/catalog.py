@@ -297,7 +297,7 @@ DEFAULT_PROFILES: list[tuple[str, str]] = [
     ("gpu-mi325x", "healthy-mi300x"),
     ("gpu-mi350x", "healthy-mi350x"),
     ("gpu-h200", "healthy-h200"),
-    ("gpu-h100", "healthy-h200"),
+    ("gpu-h100", "healthy-h100"),
 ]
 FALLBACK_PROFILE = "healthy-mi300x"
 

@@ -45,6 +45,9 @@ SOURCES: dict[str, Source] = {
     "nvidia-smi-csv": Source(
         "nvidia-smi-csv", "nvidia", ("nvidia-smi", f"--query-gpu={QUERY_FIELDS}", "--format=csv")
     ),
+    # The text form of -q carries the same fields as the XML; published captures (the H100 one
+    # healthy-h100 replays) often have only it. Live collection reads the XML instead.
+    "nvidia-smi-q": Source("nvidia-smi-q", "nvidia", ("nvidia-smi", "-q")),
     "amd-smi-static": Source("amd-smi-static", "amd", ("amd-smi", "static", "--json")),
     "amd-smi-metric": Source("amd-smi-metric", "amd", ("amd-smi", "metric", "--json")),
     "amd-smi-list": Source("amd-smi-list", "amd", ("amd-smi", "list", "--json")),
@@ -187,6 +190,7 @@ def collect_live(vendor: str | None = None) -> dict[str, RawOutput]:
     if vendor is None:
         # Unknown vendor: skip the tools of a vendor that has no trace on this host.
         wanted = {n: s for n, s in wanted.items() if s.vendor is None or _vendor_present(s.vendor)}
+    wanted.pop("nvidia-smi-q", None)  # replay only: the XML is read live
     if shutil.which("amd-smi"):
         wanted.pop("rocm-smi", None)  # rocm-smi is the fallback for ROCm < 6 only
 

@@ -90,3 +90,40 @@ def test_the_demos_idle_tag_alone_sends_a_busy_node_idle_and_its_booking_is_warn
     assert not control_file(lifecycle).exists()
     assert Booking.objects.get(pk=booking_id).status == "ready"
     assert AuditEvent.objects.filter(action="booking.idle_warning").count() == 1
+
+
+def test_the_h100_demo_type_boots_ready_on_an_h100_recording_and_is_warned_idle(
+    lifecycle, alice, settings
+):
+    """Issue 23 item 6: `make run`'s H100 pool (seed_demo's `h100-1`: agent profile `h100`, size
+    gpu-h100x1-80gb) boots through the emulator, whose agent replays `healthy-h100` — a published
+    capture of a real H100 — so the gate passes (it failed on the H200 recording: "is a NVIDIA
+    H200, not the H100"), the booking becomes ready and the idle tag gets it warned."""
+    from labgpu.health.models import HealthReport
+    from labgpu.provisioning.services.nodes import booking_tag
+
+    settings.LABGPU_UTILISATION_SAMPLE_MIN_S = 0
+    instance_type = lifecycle.pool.instance_type
+    instance_type.agent_profile, instance_type.provider_size = "h100", "gpu-h100x1-80gb"
+    instance_type.image, instance_type.gpu_vendor, instance_type.gpu_model = (
+        "gpu-h100x1-base",
+        "nvidia",
+        "H100",
+    )
+    instance_type.save()
+    lifecycle.pool.idle_reclaim_minutes = 6  # 3 s
+    lifecycle.pool.idle_grace_minutes = 1440
+    lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes"])
+    booking_id = create_booking(alice, lifecycle.pool)
+    lifecycle.emulator.set_faults(idle_after={booking_tag(booking_id): 2})
+    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S="0.5")
+    wait_status(lifecycle, booking_id, "ready")
+
+    (droplet,) = lifecycle.emulator.droplets()
+    assert droplet["agent"]["profile"] == "healthy-h100"
+    report = HealthReport.objects.get(node__booking_id=booking_id)
+    assert report.verdict in HealthReport.PASSING
+    assert report.profile == "h100"
+    assert [g["model"] for g in report.facts["gpus"]] == ["NVIDIA H100 80GB HBM3"]
+    assert not [f for f in report.findings if f["severity"] == "fail"], report.findings
+    wait_for(lambda: (t := totals(booking_id)) and t.idle_warned_at, timeout_s=90, message="warned")
