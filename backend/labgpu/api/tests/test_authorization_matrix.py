@@ -110,6 +110,8 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "GET /api/v1/nodes/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "GET /api/v1/nodes/{id}/health/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/pools/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    # How long each pool's nodes take to come up: the pools the caller may book.
+    "GET /api/v1/pool-ready-times/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/pools/{id}/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/pools/{id}/availability/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/pools/{id}/busy/": ("ok", "ok", "ok", "ok", "auth", "auth"),
