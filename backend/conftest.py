@@ -161,3 +161,27 @@ def as_carol(carol):
 @pytest.fixture
 def as_mallory(mallory):
     return client_for(mallory)
+
+
+@pytest.fixture
+def hostile_dns(monkeypatch):
+    """The one egress policy's resolver replaced by a DNS server the test controls (the protocol
+    boundary): `hostile_dns.answers[name] = [addresses]`; `hostile_dns.calls` lists the lookups.
+    Other names do not exist, but localhost."""
+    import socket
+    from types import SimpleNamespace
+
+    from labgpu import egress
+
+    state = SimpleNamespace(answers={}, calls=[])
+
+    def resolve(host: str, port: int) -> list[str]:
+        state.calls.append(host)
+        if host in state.answers:
+            return list(state.answers[host])
+        if host == "localhost":
+            return ["127.0.0.1", "::1"]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(egress.POLICY, "resolver", resolve)
+    return state

@@ -23,7 +23,6 @@ import hashlib
 import hmac
 import ipaddress
 import json
-import socket
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import Any
 
 from django.conf import settings
 
+from labgpu import egress
 from labgpu.core.errors import ApplicationError
 
 SIGNATURE_HEADER = "X-LabGPU-Signature"
@@ -51,17 +51,10 @@ def _bad_url(message: str) -> ApplicationError:
     return ApplicationError(message, code="invalid_webhook_url", field="url")
 
 
-def _is_public(host: str) -> bool:
-    """Every address `host` resolves to is a public one (no loopback, private, link-local…)."""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError):
-        return False
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global or address.is_multicast:
-            return False
-    return True
+def exemptions() -> egress.Exemptions:
+    """What the egress policy lets chat reach beyond public addresses: loopback, with
+    LABGPU_CHAT_ALLOW_LOOPBACK (tests, `make run`'s chat sink)."""
+    return egress.Exemptions(loopback=settings.LABGPU_CHAT_ALLOW_LOOPBACK)
 
 
 def _is_loopback(host: str) -> bool:
@@ -95,8 +88,10 @@ def validate_url(kind: str, url: str) -> None:
     if parts.scheme != "https":
         raise _bad_url("The URL must start with https://.")
     if kind == "webhook":
-        if not host or not _is_public(host):
-            raise _bad_url("The host must resolve to public addresses only.")
+        try:
+            egress.POLICY.check(url, exemptions())
+        except egress.EgressRefused as refused:
+            raise _bad_url("The host must resolve to public addresses only.") from refused
         return
     hosts, prefix, token = PLATFORMS[kind]
     if host not in hosts or parts.port not in (None, 443):
@@ -105,15 +100,6 @@ def validate_url(kind: str, url: str) -> None:
         raise _bad_url(f"A {kind} webhook's path starts with {prefix}.")
     if token and not urllib.parse.parse_qs(parts.query).get(token):
         raise _bad_url(f"A {kind} webhook URL carries its {token}.")
-
-
-def check_target_at_send(url: str) -> None:
-    """DNS may have changed since the channel was saved: look again before each send."""
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    if settings.LABGPU_CHAT_ALLOW_LOOPBACK and _is_loopback(host):
-        return
-    if not _is_public(host):
-        raise ValueError(f"{host} does not resolve to public addresses only")
 
 
 def hint(url: str) -> str:

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
+from labgpu import egress
 from labgpu.accounts.models import Lab, User
 from labgpu.accounts.services import require_lab_admin
 from labgpu.audit.services import audit_record
@@ -230,9 +231,11 @@ def retry_delay(attempt: int) -> float:
 
 
 def _post(request: kinds.Request) -> tuple[int, bytes]:
-    """POST without following redirects (a redirect could lead to an address we refuse)."""
+    """POST through the egress policy: the host is resolved once and each address checked at
+    send time (DNS may have changed since the channel was saved), the checked one connected to,
+    and no redirect followed (labgpu.egress)."""
     with (
-        httpx.Client(timeout=settings.LABGPU_CHAT_TIMEOUT_S, follow_redirects=False) as client,
+        egress.POLICY.client(kinds.exemptions(), timeout=settings.LABGPU_CHAT_TIMEOUT_S) as client,
         client.stream("POST", request.url, content=request.body, headers=request.headers) as r,
     ):
         body = b""
@@ -264,7 +267,6 @@ def delivery_attempt(*, delivery_id: int) -> float | None:
         error = ""
         try:
             secrets = crypto.unseal(channel.secret_box)
-            kinds.check_target_at_send(secrets["url"])
             request = kinds.build_request(
                 kind=channel.kind,
                 url=secrets["url"],
@@ -279,7 +281,11 @@ def delivery_attempt(*, delivery_id: int) -> float | None:
                 error = kinds.platform_error(channel.kind, body)
                 permanent = bool(error)
             else:
-                error = f"HTTP {code}: {body[:200].decode(errors='replace')}"
+                error = f"HTTP {code}"
+                if channel.kind != ChatChannel.Kind.WEBHOOK:
+                    # A platform's own refusal ("no_team", "invalid_token") helps its owner; a
+                    # generic webhook's host is anyone's, and its answer is not ours to show.
+                    error += f": {body[:200].decode(errors='replace')}"
                 # 4xx other than a rate limit will answer the same next time.
                 permanent = 400 <= code < 500 and code not in (408, 429)
         except httpx.HTTPError as exc:

@@ -21,6 +21,10 @@ import re
 from collections.abc import Iterable
 from urllib.parse import SplitResult, urlsplit
 
+import httpx
+
+from labgpu import egress
+
 TOKEN_ENV_PREFIX = "LABGPU_PROVIDER_TOKEN_"
 TOKEN_ENV_NAME = re.compile(r"^LABGPU_PROVIDER_TOKEN_[A-Z0-9_]{1,60}$")
 DIGITALOCEAN_API_URL = "https://api.digitalocean.com"
@@ -99,6 +103,14 @@ def base_url_problem(url: str, allowed: Iterable[str] | None = None) -> str | No
         f"Only {DIGITALOCEAN_API_URL} is allowed unless {ALLOWED_BASE_URLS_SETTING} "
         "lists this origin."
     )
+
+
+def egress_transport() -> httpx.BaseTransport:
+    """The provider API's HTTP transport: through the one egress policy (labgpu.egress), where
+    the origins the operator listed may be internal (the emulator) and DigitalOcean's API must
+    resolve to public addresses only; the checked address is the one connected to."""
+    exemptions = egress.Exemptions(origins=tuple(configured_allowed_base_urls()))
+    return egress.POLICY.transport(exemptions)
 
 
 def explicitly_allowed(url: str) -> bool:

@@ -37,6 +37,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from labgpu import egress
+
 from .base import (
     NODE_TAG_PREFIX,
     VOLUME_TAG,
@@ -49,6 +51,7 @@ from .base import (
     VolumeSpec,
     node_id_from_tags,
 )
+from .credentials import egress_transport
 from .errors import (
     ProviderAmbiguousCreate,
     ProviderError,
@@ -143,7 +146,7 @@ class DigitalOceanDriver:
                 "User-Agent": user_agent,
             },
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-            transport=transport,
+            transport=transport or egress_transport(),
             event_hooks=dict(event_hooks or {}),
             # a redirect could carry the bearer token elsewhere; DigitalOcean does not redirect
             follow_redirects=False,
@@ -407,6 +410,8 @@ class DigitalOceanDriver:
             self.budget.acquire()
             try:
                 response = self._client.request(method, url, params=params, json=json)
+            except egress.EgressRefused as exc:
+                raise ProviderPermanentError(f"{method} {_path(url)}: {exc}") from exc
             except _NOT_SENT as exc:
                 last = ProviderTransientError(f"{method} {_path(url)}: {type(exc).__name__}: {exc}")
                 delay = self._backoff(attempt)

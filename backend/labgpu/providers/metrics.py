@@ -10,6 +10,8 @@ import time
 import httpx
 from prometheus_client import Counter, Histogram
 
+from .credentials import egress_transport
+
 PROVIDER_REQUESTS = Counter(
     "labgpu_provider_requests",
     "HTTP requests sent to the cloud provider API, by method, route and status code "
@@ -45,7 +47,7 @@ class InstrumentedTransport(httpx.BaseTransport):
     """
 
     def __init__(self, inner: httpx.BaseTransport | None = None) -> None:
-        self._inner = inner or httpx.HTTPTransport()
+        self._inner = inner or egress_transport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         method, route = request.method, route_of(request.url.path)
