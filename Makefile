@@ -161,7 +161,6 @@ endif
 .PHONY: security
 security: db ## Security regression suite: live gunicorn, production settings, schemathesis (0 5xx)
 	@mkdir -p var && rm -f var/security-report.txt
-	@test -n "$(REDIS_URL)" || echo "make security: production runs Redis; set REDIS_URL to test with it."
 	cd $(BACKEND) && LABGPU_SECURITY_REPORT=$(CURDIR)/var/security-report.txt \
 	  $(PY) -m pytest -m security --durations=5
 	@cat var/security-report.txt 2>/dev/null || true

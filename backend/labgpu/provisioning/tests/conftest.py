@@ -6,17 +6,10 @@ import pytest
 from labgpu.catalog.models import ProviderAccount
 from labgpu.catalog.tests.factories import InstanceTypeFactory, NodePoolFactory
 from labgpu.core.timeutils import month_start, next_month, now
-from labgpu.provisioning.tests.harness import VENV_BIN, RedisServer, Worker, worker_env
+from labgpu.provisioning.tests.harness import VENV_BIN, Worker, worker_env
 from labgpu.quotas.models import Quota
 
 EMULATOR_TOKEN = "emulator-test-token"
-
-
-@pytest.fixture
-def redis_server():
-    server = RedisServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

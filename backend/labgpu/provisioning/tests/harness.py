@@ -11,11 +11,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labgpu.core.testing import database_url
+from labgpu.core.testing import RedisServer, database_url  # noqa: F401  (lifecycle tests, bench)
 
 BACKEND_DIR = Path(__file__).resolve().parents[3]
 VENV_BIN = Path(sys.executable).parent
@@ -41,57 +41,6 @@ def wait_for(
             return value
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {message}")
-
-
-@dataclass
-class RedisServer:
-    """A throwaway redis-server on its own port, so restarting it cannot disturb anything else."""
-
-    port: int = field(default_factory=free_port)
-    process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> RedisServer:
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        import redis
-
-        client = redis.Redis.from_url(self.url)
-        wait_for(lambda: _ping(client), timeout_s=10, message="redis to start")
-        return self
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-    def restart(self, *, down_s: float = 1.0) -> None:
-        self.stop()
-        time.sleep(down_s)
-        self.start()
-
-
-def _ping(client: Any) -> bool:
-    try:
-        return bool(client.ping())
-    except Exception:
-        return False
 
 
 def test_database_env() -> dict[str, str]:
