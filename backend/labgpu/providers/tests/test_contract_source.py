@@ -4,8 +4,11 @@ skips saying so, and nothing in the repository is a copy of the spec."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,16 @@ import yaml
 from emulator import contract
 
 REPO = Path(__file__).resolve().parents[4]
+BACKEND = REPO / "backend"
+TESTS = "labgpu/providers/tests"
+# Driver behaviour that needs no spec (the issue names these): they must run without ../shared.
+BEHAVIOUR_TESTS = [
+    f"{TESTS}/test_digitalocean.py::test_429_storm_is_waited_out_honouring_retry_after",
+    f"{TESTS}/test_digitalocean.py::test_rate_limited_create_is_retried_and_makes_exactly_one_droplet",
+    f"{TESTS}/test_digitalocean.py::test_5xx_after_the_droplet_was_made_raises_ambiguous_create_and_is_never_resent",
+    f"{TESTS}/test_digitalocean.py::test_create_timeout_is_ambiguous_and_the_droplet_can_be_found_by_tag",
+    f"{TESTS}/test_digitalocean.py::test_destroy_while_a_long_create_event_runs_goes_up_as_a_pending_event",
+]  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -78,3 +91,34 @@ def test_no_copy_of_the_spec_is_committed():
         if "api.digitalocean.com" in head and "openapi" in head:
             offenders.append(name)
     assert offenders == []
+
+
+@pytest.mark.slow
+def test_without_the_shared_dir_behaviour_tests_run_and_contract_tests_skip_loudly(tmp_path):
+    """A checkout without ../shared (a fresh clone elsewhere): the driver's behaviour tests run,
+    their validation off, the contract tests skip, and the run ends with one red line saying so."""
+    report = tmp_path / "junit.xml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", contract.SPEC_ENV))}
+    env["LABGPU_SHARED_DIR"] = str(tmp_path / "no-shared")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
+         *BEHAVIOUR_TESTS, f"{TESTS}/test_contract.py"],
+        cwd=BACKEND, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    outcomes: dict[str, list[str]] = {"passed": [], "skipped": [], "failed": []}
+    for case in ET.parse(report).iter("testcase"):
+        kind = (
+            next((c.tag for c in case if c.tag in ("skipped", "failure", "error")), "passed")
+            .replace("failure", "failed")
+            .replace("error", "failed")
+        )
+        outcomes[kind].append(f"{case.get('classname')}::{case.get('name')}")
+    assert len(outcomes["passed"]) == len(BEHAVIOUR_TESTS), outcomes
+    assert all(".test_digitalocean::" in name for name in outcomes["passed"]), outcomes
+    assert outcomes["skipped"] and all(".test_contract::" in n for n in outcomes["skipped"])
+    assert outcomes["failed"] == []
+    summary = [line for line in result.stdout.splitlines() if "validation OFF" in line]
+    assert len(summary) == 1, result.stdout[-3000:]
+    assert f"{len(BEHAVIOUR_TESTS)} test(s) ran with its validation OFF" in summary[0]
+    assert f"{len(outcomes['skipped'])} contract test(s) SKIPPED" in summary[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.contract import ExchangeRecorder, require_contract
+from emulator.contract import ExchangeRecorder, validation_on
 from emulator.testing import start_emulator
 from labgpu.core.errors import ApplicationError, Conflict
 from labgpu.providers import DropletSpec
@@ -34,8 +34,8 @@ def emu(tmp_path):
 
 
 @pytest.fixture
-def driver(emu):
-    require_contract()
+def driver(emu, request):
+    validate = validation_on(request.node)  # no spec: runs, validation off, said at the end
     recorder = ExchangeRecorder()
     drv = DigitalOceanDriver(
         base_url=emu.url, token="t", event_hooks=recorder.hooks, backoff_base_s=0.01
@@ -43,7 +43,8 @@ def driver(emu):
     drv.emu = emu  # type: ignore[attr-defined]  # the helpers below finish boots through it
     yield drv
     drv.close()
-    recorder.assert_valid()
+    if validate:
+        recorder.assert_valid()
 
 
 @pytest.fixture
