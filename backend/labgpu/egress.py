@@ -220,10 +220,14 @@ class EgressPolicy:
     def transport(self, exemptions: Exemptions = Exemptions(), **options: Any) -> PinnedTransport:
         return PinnedTransport(self, exemptions, httpx.HTTPTransport(**options))
 
-    def client(self, exemptions: Exemptions = Exemptions(), **options: Any) -> httpx.Client:
-        """An httpx client whose every request is checked and pinned; it follows no redirect."""
+    def client(
+        self, exemptions: Exemptions = Exemptions(), *, verify: Any = True, **options: Any
+    ) -> httpx.Client:
+        """An httpx client whose every request is checked and pinned; it follows no redirect.
+        (`verify` goes to the transport: httpx ignores a client's own when given a transport.)"""
         return httpx.Client(
-            transport=self.transport(exemptions), **{**options, "follow_redirects": False}
+            transport=self.transport(exemptions, verify=verify),
+            **{**options, "follow_redirects": False},
         )
 
 

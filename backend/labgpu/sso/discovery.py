@@ -8,9 +8,10 @@ import threading
 import time
 from typing import Any
 
-import requests
 from django.conf import settings
 from mozilla_django_oidc.utils import import_from_settings
+
+from labgpu.sso import http
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +42,10 @@ def provider_metadata() -> dict[str, Any]:
             return cached[1]
     url = f"{issuer.rstrip('/')}/.well-known/openid-configuration"
     try:
-        response = requests.get(url, timeout=settings.OIDC_TIMEOUT, verify=settings.OIDC_VERIFY_SSL)
+        response = http.get(url)
         response.raise_for_status()
         document = response.json()
-    except (requests.RequestException, ValueError) as failure:
+    except (*http.ERRORS, ValueError) as failure:
         raise DiscoveryError(f"could not read {url}: {failure}") from failure
     if not isinstance(document, dict) or any(not document.get(key) for key in _REQUIRED):
         raise DiscoveryError(f"{url} lacks one of {', '.join(_REQUIRED)}")

@@ -10,7 +10,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import jwt
-import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
@@ -26,7 +25,7 @@ from mozilla_django_oidc.views import (
 
 from labgpu.accounts.sessions import LOGOUT_REDIRECT_SESSION_KEY
 from labgpu.core.timeutils import now
-from labgpu.sso import services
+from labgpu.sso import http, services
 from labgpu.sso.discovery import DiscoveryError, oidc_setting, provider_metadata
 
 logger = logging.getLogger(__name__)
@@ -94,7 +93,7 @@ class OidcBackend(OIDCAuthenticationBackend):
             return None
         try:
             return super().authenticate(request, **kwargs)
-        except (SuspiciousOperation, DiscoveryError, requests.RequestException) as refused:
+        except (SuspiciousOperation, DiscoveryError, *http.ERRORS) as refused:
             logger.warning("OIDC sign-in refused: %s", refused)
             return None
 
@@ -102,6 +101,41 @@ class OidcBackend(OIDCAuthenticationBackend):
         # The library's get_user skips Django's is_active check; a user disabled in LabGPU (or by
         # a directory sync) must lose their session at once, as with a password login.
         return ModelBackend.get_user(self, user_id)
+
+    # The library's three provider calls use `requests` directly; these send them through the
+    # egress policy (labgpu.sso.http) and otherwise do as the library does.
+    def get_token(self, payload: dict[str, Any]) -> dict[str, Any]:
+        auth = None
+        if self.get_settings("OIDC_TOKEN_USE_BASIC_AUTH", False):
+            auth = (payload["client_id"], payload.pop("client_secret"))
+        response = http.post(self.OIDC_OP_TOKEN_ENDPOINT, data=payload, auth=auth)
+        if response.status_code != 200:
+            raise SuspiciousOperation(f"the token endpoint answered HTTP {response.status_code}")
+        return response.json()
+
+    def retrieve_matching_jwk(self, token: str) -> jwt.PyJWK:
+        response = http.get(self.OIDC_OP_JWKS_ENDPOINT)
+        response.raise_for_status()
+        header = jwt.get_unverified_header(token)
+        key = None
+        for jwk in response.json()["keys"]:
+            if jwk.get("kid") != header.get("kid"):
+                continue
+            if "alg" in jwk and jwk["alg"] != header.get("alg"):
+                continue
+            key = jwk
+        if key is None:
+            raise SuspiciousOperation("Could not find a valid JWKS.")
+        return jwt.PyJWK(key)
+
+    def _userinfo(self, access_token: str) -> dict[str, Any]:
+        response = http.get(
+            self.OIDC_OP_USER_ENDPOINT, headers={"Authorization": f"Bearer {access_token}"}
+        )
+        response.raise_for_status()
+        if response.headers.get("content-type", "").lower().startswith("application/jwt"):
+            return self.verify_token(response.text)
+        return response.json()
 
     def _verify_jws(self, payload: str, key: Any) -> dict[str, Any]:
         """Signature with the provider's key and the configured algorithm only, issuer, audience
@@ -142,7 +176,7 @@ class OidcBackend(OIDCAuthenticationBackend):
         providers put only `sub` in the ID token, others leave groups out of UserInfo)."""
         claims = dict(payload)
         if self.OIDC_OP_USER_ENDPOINT:
-            userinfo = super().get_userinfo(access_token, id_token, payload)
+            userinfo = self._userinfo(access_token)
             if userinfo.get("sub") != payload["sub"]:
                 raise SuspiciousOperation("UserInfo is about someone else (sub differs)")
             claims.update(userinfo)
