@@ -203,7 +203,8 @@ class ProviderDriver(Protocol):
       `ProviderAmbiguousCreate`) the caller must `find_by_tag(spec.tag)` and adopt what it finds
       before creating again (I-4). `create_or_adopt` below does exactly that.
     - `get` raises `ProviderNotFound` when the droplet is gone.
-    - `destroy` succeeds when the droplet is already gone.
+    - `destroy` succeeds when the droplet is already gone, and says whether its own DELETE was
+      the one accepted (False: already gone).
     - `list_ours` returns every droplet carrying a node tag, whatever its status (I-3).
     """
 
@@ -211,7 +212,7 @@ class ProviderDriver(Protocol):
 
     def get(self, droplet_id: int) -> Droplet: ...
 
-    def destroy(self, droplet_id: int) -> None: ...
+    def destroy(self, droplet_id: int) -> bool: ...
 
     def find_by_tag(self, tag: str) -> list[Droplet]: ...
 

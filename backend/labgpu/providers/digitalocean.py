@@ -231,14 +231,16 @@ class DigitalOceanDriver:
         data = self._request("GET", f"/v2/droplets/{int(droplet_id)}")
         return _droplet_from(data["droplet"])
 
-    def destroy(self, droplet_id: int) -> None:
-        """DELETE /v2/droplets/{id}. A droplet that is already gone counts as destroyed."""
+    def destroy(self, droplet_id: int) -> bool:
+        """DELETE /v2/droplets/{id}. A droplet that is already gone counts as destroyed. Returns
+        whether this call was the one the provider accepted (False: it was gone already)."""
         try:
             self._request("DELETE", f"/v2/droplets/{int(droplet_id)}")
         except ProviderNotFound:
             logger.info("droplet %s already gone", droplet_id)
-            return
+            return False
         logger.info("destroy requested for droplet %s", droplet_id)
+        return True
 
     def list_gpu_droplets(self) -> Iterator[Droplet]:
         """Every GPU droplet on the account (`type=gpus`, all pages).

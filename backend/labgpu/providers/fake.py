@@ -161,13 +161,14 @@ class FakeDriver:
                 self.droplets[droplet_id] = droplet
             return droplet
 
-    def destroy(self, droplet_id: int) -> None:
+    def destroy(self, droplet_id: int) -> bool:
         with self._lock:
             self._enter("destroy", droplet_id)
-            self.droplets.pop(droplet_id, None)
+            existed = self.droplets.pop(droplet_id, None) is not None
             for volume in list(self.volumes.values()):  # a destroyed droplet lets go of volumes
                 if droplet_id in volume.droplet_ids:
                     self.volumes[volume.id] = replace(volume, droplet_ids=())
+            return existed
 
     def find_by_tag(self, tag: str) -> list[Droplet]:
         with self._lock:

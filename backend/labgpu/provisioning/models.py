@@ -89,6 +89,11 @@ class Node(BaseModel):
     ready_at = models.DateTimeField(null=True, blank=True)
     destroy_requested_at = models.DateTimeField(null=True, blank=True)
     destroyed_at = models.DateTimeField(null=True, blank=True)
+    # Billing ends where the provider's does (I-8): when it accepted our DELETE, recorded at the
+    # call. `delete_sent_at` is when the first DELETE went out, for a retry that finds the droplet
+    # already gone because a worker died between the provider's answer and our record of it.
+    delete_sent_at = models.DateTimeField(null=True, blank=True)
+    delete_accepted_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
     failure_reason = models.TextField(blank=True)
     teardown_attempts = models.PositiveIntegerField(default=0)

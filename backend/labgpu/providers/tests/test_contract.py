@@ -84,10 +84,10 @@ def test_driver_requests_and_emulator_responses_follow_the_digitalocean_contract
     assert create_or_adopt(driver, spec(9))[1] is True
     with pytest.raises(ProviderPendingEvent):  # 422 while the create event runs
         driver.destroy(driver.find_by_tag("labgpu-node-9")[0].id)
-    driver.destroy(created.id)
+    assert driver.destroy(created.id) is True  # this DELETE was the one accepted
     with pytest.raises(ProviderNotFound):
         driver.get(created.id)
-    driver.destroy(created.id)
+    assert driver.destroy(created.id) is False  # already gone: still a success
 
     statuses = {e.status for e in recorder.exchanges}
     assert {200, 202, 204, 404, 422, 500} <= statuses

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
@@ -28,6 +28,7 @@ from labgpu.core.transitions import transition
 from labgpu.providers import (
     Droplet,
     DropletSpec,
+    ProviderDriver,
     ProviderNoCapacity,
     ProviderNotFound,
     ProviderPermanentError,
@@ -334,7 +335,8 @@ def node_destroy_stray(*, node: Node, droplet: Droplet) -> None:
 
 
 def node_meter(*, node: Node) -> UsageRecord | None:
-    """Meter a destroyed node's droplet: from its creation at the provider to confirmed destroy.
+    """Meter a destroyed node's droplet: from its creation at the provider to the moment the
+    provider accepted our DELETE (confirmed gone since; I-8).
 
     The lab pays only for a node it was handed healthy (ready, never failed); everything else is
     still recorded, at our cost, so the ledger has every droplet (I-8).
@@ -345,7 +347,7 @@ def node_meter(*, node: Node) -> UsageRecord | None:
         node,
         droplet_id=node.provider_id,
         started_at=node.provider_created_at,
-        ended_at=node.destroyed_at,
+        ended_at=node.delete_accepted_at or node.destroyed_at,
         charged=node.ready_at is not None and node.failed_at is None,
     )
 
@@ -541,7 +543,7 @@ def _node_teardown(*, node_id: int) -> None:
             # The droplet is shut down (cloud-init's labgpu-data unit syncs and unmounts /data),
             # the volume detached and the detach confirmed before the droplet goes.
             volume_release(node=node, driver=driver, droplet_id=droplet_id)
-            driver.destroy(droplet_id)
+            _node_delete(node, driver=driver, droplet_id=droplet_id)
         crash_point("teardown.after_delete")
         for droplet_id in droplet_ids:
             try:
@@ -563,6 +565,19 @@ def _node_teardown(*, node_id: int) -> None:
             audit_record(actor=None, action="node.destroyed", target=node)
     crash_point("teardown.after_destroyed")
     booking_complete_if_done(booking_id=node.booking_id)
+
+
+def _node_delete(node: Node, *, driver: ProviderDriver, droplet_id: int) -> None:
+    """DELETE the droplet and record, at the call, when the provider accepted it: billing ends
+    there (I-8), not when a later GET confirms it gone. A retry after a worker died between the
+    answer and the record finds the droplet gone; then the first DELETE's send time stands."""
+    Node.objects.filter(pk=node.pk, delete_sent_at__isnull=True).update(delete_sent_at=now())
+    accepted_now = driver.destroy(droplet_id)
+    crash_point("teardown.before_delete_record")
+    # The first accepted DELETE ends the bill; a repeat during a slow delete does not move it.
+    Node.objects.filter(pk=node.pk, delete_accepted_at__isnull=True).update(
+        delete_accepted_at=now() if accepted_now else F("delete_sent_at")
+    )
 
 
 class NodeStillExists(Exception):

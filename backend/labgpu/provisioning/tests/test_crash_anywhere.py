@@ -53,6 +53,7 @@ WORKER_POINTS = [
     ("wind_down.after_drain", TEARDOWN),
     ("drain.after_draining", TEARDOWN),
     ("teardown.after_destroying", TEARDOWN),
+    ("teardown.before_delete_record", TEARDOWN),
     ("teardown.after_delete", TEARDOWN),
     ("teardown.after_confirm", TEARDOWN),
     ("teardown.after_destroyed", TEARDOWN),
