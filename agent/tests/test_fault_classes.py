@@ -247,21 +247,6 @@ def test_dcgmi_diag_json_keeps_per_gpu_results_and_pcie_bandwidth():
     assert found["deep.pcie_h2d_gb_per_s"] == "fail"  # 12 GB/s is 19 % of Gen5 x16
 
 
-def test_rvs_logs_keep_bandwidth_power_and_pcie_per_gpu():
-    facts = parse("rvs-measurements", read("rvs-babel-iet-pebb.txt"))
-    by = {(m["test"], m["gpu"], m["metric"]): m["value"] for m in facts.measurements}
-    assert by[("babel", 0, "memory_triad_gb_per_s")] == 4290.0
-    assert by[("iet", 1, "power_w")] == 748.1
-    assert by[("pebb", 1, "pcie_h2d_gb_per_s")] == 13.1
-    found = {
-        (f.id, f.evidence.get("gpu")): f.severity
-        for f in run_checks(replace(amd_node(), measurements=facts.measurements), MI300X)
-    }
-    assert found[("deep.memory_triad_gb_per_s", 1)] == "fail"  # 1.2 TB/s is 23 % of 5.3
-    assert ("deep.memory_triad_gb_per_s", 0) not in found
-    assert found[("deep.pcie_h2d_gb_per_s", 1)] == "fail"
-
-
 def test_a_deep_check_with_no_stress_tool_says_so_on_the_h200():
     """run5/deep-check.json: `check --json --deep --profile h200` where dcgmi is not installed."""
     report = json.loads((FIXTURES / "h200" / "run5" / "deep-check.json").read_text())

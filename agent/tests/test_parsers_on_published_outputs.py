@@ -396,8 +396,9 @@ def test_lspci_tab_indented_excerpt_with_lnksta2_lines():
 
 
 def test_every_published_fixture_has_a_test():
-    """Every saved output is named by a test in this file (read from the source, so the check
-    does not depend on which tests ran)."""
+    """Every saved output is named by a test in this file, or for RVS in
+    test_rvs_published_outputs.py (read from the source, so the check does not depend on which
+    tests ran)."""
     present = {
         str(p.relative_to(PUBLISHED))
         for p in PUBLISHED.rglob("*")
@@ -406,4 +407,6 @@ def test_every_published_fixture_has_a_test():
     named = set(
         re.findall(r'"([\w.-]+/[\w.-]+\.(?:txt|json|xml|csv))"', Path(__file__).read_text())
     )
+    rvs_tests = Path(__file__).with_name("test_rvs_published_outputs.py").read_text()
+    named |= {"rvs/" + n for n in re.findall(r'"([\w.-]+\.txt)"', rvs_tests)}
     assert present - named == set()

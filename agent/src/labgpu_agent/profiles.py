@@ -38,7 +38,38 @@ class InstanceProfile:
     baseline_bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     baselines: dict[str, float] = field(default_factory=dict)
     baseline_source: str = ""
+    # `check --deep`: what a healthy GPU of this model measured in the vendor's published
+    # validation runs, per metric of parsers/deep.py (docs/gpu-facts.md, "Deep-check references",
+    # names each source). Metrics not listed are judged against the data-sheet peaks above.
+    deep_references: dict[str, float] = field(default_factory=dict)
 
+
+# AMD's published RVS runs (docs/gpu-facts.md): 8x MI300X in ROCm/system-acceptance-docs
+# docs/common/system-validation.md (BabelStream row of its benchmark table, mem's "about ~2TB/s",
+# pebb d2h and pbqt samples); 8x MI355X in the RVS user guide docs/ug1main.md (babel, mem, pebb
+# h2d, pbqt samples). GB/s per GPU, or per GPU pair for p2p.
+MI300X_DEEP_REFERENCES = {
+    "memory_copy_gb_per_s": 4177.3,
+    "memory_mul_gb_per_s": 4067.1,
+    "memory_add_gb_per_s": 3920.9,
+    "memory_triad_gb_per_s": 3885.3,
+    "memory_dot_gb_per_s": 3660.8,
+    "memory_stress_gb_per_s": 2000.0,
+    "pcie_d2h_gb_per_s": 56.3,
+    "p2p_unidir_gb_per_s": 48.9,
+}
+MI355X_DEEP_REFERENCES = {
+    "memory_read_gb_per_s": 7090.2,
+    "memory_write_gb_per_s": 6645.7,
+    "memory_copy_gb_per_s": 6224.5,
+    "memory_mul_gb_per_s": 6238.7,
+    "memory_add_gb_per_s": 6008.7,
+    "memory_triad_gb_per_s": 6031.4,
+    "memory_dot_gb_per_s": 5844.5,
+    "memory_stress_gb_per_s": 6443.4,
+    "pcie_h2d_gb_per_s": 57.7,
+    "p2p_unidir_gb_per_s": 61.4,
+}
 
 _AMD_NOTE = "estimate from vendor peak figures; replace with the rolling median of passing nodes"
 
@@ -56,6 +87,7 @@ PROFILES: dict[str, InstanceProfile] = {
             compute_units=304,
             gfx_target="gfx942",
             min_rocm="6.0",
+            deep_references=MI300X_DEEP_REFERENCES,
             baselines={"matmul:bf16_tflops": 600.0, "bandwidth:copy_gb_per_s": 4000.0},
             baseline_source=_AMD_NOTE,
         ),
@@ -98,6 +130,7 @@ PROFILES: dict[str, InstanceProfile] = {
             compute_units=256,
             gfx_target="gfx950",
             min_rocm="7.0",
+            deep_references=MI355X_DEEP_REFERENCES,
             baselines={"matmul:bf16_tflops": 1200.0, "bandwidth:copy_gb_per_s": 6000.0},
             baseline_source=_AMD_NOTE,
         ),

@@ -5,13 +5,8 @@
   "warnings"}]}]}]}}`; the PCIe plugin's info lines read `GPU 0 GPU to Host bandwidth:\t\t13.08
   GB/s` (shape of NVIDIA DCGM's own per-GPU test JSON, and of the info string quoted in
   NVIDIA/DCGM issue #215). DCGM 4 names the GPU `entity_id` and drops the `GPU n` prefix.
-- ROCm Validation Suite: the `babel` module embeds BabelStream, whose table (`Function
-  MBytes/sec Min (sec) Max Average`, rows Copy/Mul/Add/Triad/Dot) is BabelStream's published
-  output. RVS modules log `[<action>] <module> <gpu_id> <message>` (RVS sources, e.g.
-  iet_worker.cpp; some builds print `[<module>] [GPU:: N]`), which gives the GPU; `iet` reports
-  `Average power met the target power : 745.000000` or `… Average power is : 612.0`
-  (ROCm/ROCmValidationSuite PRs #569 and #835); `pebb` lines carry the host↔device bandwidth
-  (`h2d … 52.3 GBps`; that wording is ours, not a capture).
+- ROCm Validation Suite (`rvs`): the shapes AMD publishes, named where they are read below and
+  kept as fixtures in tests/fixtures/published/rvs.
 """
 
 from __future__ import annotations
@@ -117,64 +112,190 @@ def parse_dcgmi_diag_json(text: str) -> Facts:
     return facts
 
 
-_RVS_GPU = re.compile(
-    r"\[(?P<module>\w+)\]\s*\[\s*GPU::\s*(?P<gpu>\d+)\s*\]"
-    r"|\[[^\]]+\]\s+(?P<module2>babel|iet|pebb|gst|mem)\s+(?P<gpu2>\d+)\b"
+# ROCm Validation Suite, as AMD publishes its output (RVS user guide docs/ug1main.md at 21584e14,
+# 8x MI355X; ROCm/system-acceptance-docs docs/common/system-validation.md, 8x MI300X). Lines are
+# `[RESULT] [<timestamp>] [<action>] <payload>`; a GPU is `[GPU:: <gpu_id>]` (gst, iet) or
+# `[GPU:: <node> - <gpu_id> - <bdf>]` (pebb, pbqt), babel's table rows start with the gpu_id, and
+# the summary table maps each gpu_id to its index and BDF (`AMD Instinct MI355X - 42583` over
+# `0 - 2 - 0000:05:00.0`). gpu_id is the KFD's id, not an index: it is kept as `gpu_id`, and
+# `gpu` is the index where the summary gives it.
+_RVS_PREFIX = re.compile(r"^\[(?:RESULT|INFO\s*|ERROR|DEBUG|TRACE)\s*\]\s*\[\s*[\d.]+\s*\]\s*")
+_RVS_ACTION = re.compile(r"^\[(?P<action>[^\]]+)\]\s*")
+_RVS_TAGGED_GPU = (
+    r"\[GPU::\s*(?:(?P<{p}node>\d+)\s*-\s*)?(?P<{p}id>\d+)"
+    r"(?:\s*-\s*(?P<{p}bdf>[0-9a-fA-F:.]+))?\s*\]"
 )
-_BABEL_ROW = re.compile(r"^\s*(?P<fn>Copy|Mul|Add|Triad|Dot)\s+(?P<mbs>[\d.]+)\s")
-_IET_POWER = re.compile(
-    r"(?:Average power[^:\n]*:\s*(?P<avg>[\d.]+))|(?:power[^\d\n]*(?P<value>[\d.]+)\s*W\b)",
-    re.IGNORECASE,
+_GPU_TAG = re.compile(_RVS_TAGGED_GPU.format(p=""))
+_BABEL_ROW = re.compile(
+    r"^\s*(?:(?P<gpu_id>\d+)\s+)?(?P<fn>Read|Write|Copy|Mul|Add|Triad|Dot)\s+"
+    r"(?P<best>[\d.]+)\s+(?P<max>[\d.]+)\s+(?P<min>[\d.]+)\s+(?P<avg>[\d.]+)\s*$"
+)
+_BABEL_UNIT = re.compile(r"GPU Id\s+Function\s+(?P<unit>MBytes|MiBytes)/sec")
+_IET_POWER = re.compile(r"Power\(W\)\s+(?P<value>[\d.]+)")
+_IET_PASS = re.compile(r"\]\s*pass:\s*(?P<ok>TRUE|FALSE)\b", re.IGNORECASE)
+_ACTION_WATTS = re.compile(r"(?P<w>\d+)W(?![a-z])")
+_GST_MET = re.compile(
+    r"GFLOPS\s+(?P<value>\d+)\s+Target GFLOPS:\s*(?P<target>\d+)\s+met:\s*(?P<met>\w+)"
 )
 _PEBB = re.compile(
-    r"(?P<dir>h2d|d2h|host to device|device to host|bidirectional)[^\d\n]*?"
-    r"(?P<value>[\d.]+)\s*GB(?:ps|/s)",
-    re.IGNORECASE,
+    r"pcie-bandwidth\s*\[\s*\d+/\d+\]\s*\[CPU::\s*(?P<cpu>\d+)\]\s*"
+    + _RVS_TAGGED_GPU.format(p="")
+    + r"\s*h2d::(?P<h2d>true|false)\s+d2h::(?P<d2h>true|false)\s+(?P<value>[\d.]+)\s*GBps"
 )
-_PEBB_DIR = {"host to device": "h2d", "device to host": "d2h", "bidirectional": "bidir"}
+_PBQT = re.compile(
+    r"p2p-bandwidth\s*\[\s*\d+/\d+\]\s*"
+    + _RVS_TAGGED_GPU.format(p="")
+    + r"\s*"
+    + _RVS_TAGGED_GPU.format(p="peer_")
+    + r"\s*bidirectional:\s*(?P<bidir>true|false)\s+(?P<value>[\d.]+)\s*GBps"
+)
+_MEM_BANDWIDTH = re.compile(r"mem Test (?P<test>\d+):.*bandwidth = (?P<value>[\d.]+)\s*GB/s")
+_GPUP = re.compile(r"^gpup (?P<gpu_id>\d+) (?P<prop>[a-z_0-9]+) (?P<value>\d+)$")
+_SUMMARY_NAMES = re.compile(r"\|\s*(?P<model>[^|]*?)\s+-\s+(?P<gpu_id>\d+)\s*(?=\|)")
+_SUMMARY_PLACES = re.compile(
+    r"\|\s*(?P<index>\d+)\s+-\s+(?P<node>\d+)\s+-\s+(?P<bdf>[0-9a-fA-F:.]+)\s*(?=\|)"
+)
+
+
+def _rvs_lines(text: str) -> list[tuple[str | None, str]]:
+    """(action, payload) per line, the `[RESULT] [timestamp]` prefix removed."""
+    rows: list[tuple[str | None, str]] = []
+    for raw in strip_annotations(text).splitlines():
+        line = _RVS_PREFIX.sub("", raw.strip())
+        action = _RVS_ACTION.match(line)
+        if action is not None:
+            rows.append((action.group("action").strip(), line[action.end() :]))
+        else:
+            rows.append((None, line))
+    return rows
+
+
+def rvs_gpu_places(text: str) -> dict[int, dict[str, Any]]:
+    """gpu_id → {"index", "bdf", "model"} from RVS's summary table (where the output has one)."""
+    places: dict[int, dict[str, Any]] = {}
+    names: list[tuple[str, int]] = []
+    for line in strip_annotations(text).splitlines():
+        if found := _SUMMARY_NAMES.findall(line):
+            names = [(model.strip(), int(gpu_id)) for model, gpu_id in found]
+        elif names and (spots := list(_SUMMARY_PLACES.finditer(line))):
+            for (model, gpu_id), spot in zip(names, spots, strict=False):
+                places[gpu_id] = {
+                    "index": int(spot.group("index")),
+                    "bdf": spot.group("bdf").lower(),
+                    "model": model,
+                }
+            names = []
+    return places
 
 
 def parse_rvs_measurements(text: str) -> Facts:
-    """RVS babel / iet / pebb logs → memory bandwidth per kernel and GPU, power, PCIe bandwidth."""
+    """RVS babel/iet/gst/pebb/pbqt/mem/gpup logs → per-GPU numbers.
+
+    Memory bandwidth per babel kernel and mem's stress test, iet's highest power sample per GPU
+    and action (with the target its action name states), gst's final GFLOPS with its target,
+    PCIe bandwidth per direction and CPU, peer bandwidth per pair, gpup's integer properties.
+    """
     facts = Facts()
-    gpu: int | None = None
-    for line in strip_annotations(text).splitlines():
-        tagged = _RVS_GPU.search(line)
-        if tagged is not None:
-            gpu = int(tagged.group("gpu") or tagged.group("gpu2"))
-            module = (tagged.group("module") or tagged.group("module2")).lower()
-            if module == "iet" and (power := _IET_POWER.search(line)) is not None:
-                facts.measurements.append(
-                    {
-                        "tool": "rvs",
-                        "test": "iet",
-                        "gpu": gpu,
-                        "metric": "power_w",
-                        "value": float(power.group("avg") or power.group("value")),
-                        "unit": "W",
-                    }
-                )
-            elif module == "pebb" and (bw := _PEBB.search(line)) is not None:
-                direction = bw.group("dir").lower()
-                facts.measurements.append(
-                    {
-                        "tool": "rvs",
-                        "test": "pebb",
-                        "gpu": gpu,
-                        "metric": f"pcie_{_PEBB_DIR.get(direction, direction)}_gb_per_s",
-                        "value": float(bw.group("value")),
-                        "unit": "GB/s",
-                    }
-                )
-        if (row := _BABEL_ROW.match(line.split("]")[-1])) is not None:
-            facts.measurements.append(
-                {
-                    "tool": "rvs",
-                    "test": "babel",
-                    "gpu": gpu,
-                    "metric": f"memory_{row.group('fn').lower()}_gb_per_s",
-                    "value": round(float(row.group("mbs")) / 1000, 1),
-                    "unit": "GB/s",
-                }
+    places = rvs_gpu_places(text)
+    babel_scale = 1000.0  # MB/s → GB/s; `mibibytes: true` prints MiB/s
+    powers: dict[tuple[str, int], list[float]] = {}
+    passed: dict[tuple[str, int], bool] = {}
+
+    def add(test: str, gpu_id: int | None, metric: str, value: float, unit: str, **extra: Any):
+        place = places.get(gpu_id) if gpu_id is not None else None
+        bdf = extra.pop("bdf", None)
+        facts.measurements.append(
+            {
+                "tool": "rvs",
+                "test": test,
+                "gpu": place["index"] if place else None,
+                "gpu_id": gpu_id,
+                "bdf": (bdf or (place["bdf"] if place else None)),
+                "metric": metric,
+                "value": value,
+                "unit": unit,
+                **extra,
+            }
+        )
+
+    for action, line in _rvs_lines(text):
+        if (unit := _BABEL_UNIT.search(line)) is not None:
+            babel_scale = 1000.0 if unit.group("unit") == "MBytes" else 1000.0 / 1.048576
+        elif (row := _BABEL_ROW.match(line)) is not None:
+            gpu_id = int(row.group("gpu_id")) if row.group("gpu_id") else None
+            add(
+                "babel",
+                gpu_id,
+                f"memory_{row.group('fn').lower()}_gb_per_s",
+                round(float(row.group("best")) / babel_scale, 1),
+                "GB/s",
+                average=round(float(row.group("avg")) / babel_scale, 1),
             )
+        elif action is None:
+            continue
+        elif (verdict := _IET_PASS.search(line)) and (tag := _GPU_TAG.search(line)):
+            passed[(action, int(tag.group("id")))] = verdict.group("ok").upper() == "TRUE"
+        elif (power := _IET_POWER.search(line)) and (tag := _GPU_TAG.search(line)):
+            powers.setdefault((action, int(tag.group("id"))), []).append(
+                float(power.group("value"))
+            )
+        elif (met := _GST_MET.search(line)) and (tag := _GPU_TAG.search(line)):
+            add(
+                "gst",
+                int(tag.group("id")),
+                "gemm_gflops",
+                float(met.group("value")),
+                "GFLOPS",
+                action=action,
+                target=float(met.group("target")),
+            )
+        elif (bw := _PEBB.search(line)) is not None:
+            h2d, d2h = bw.group("h2d") == "true", bw.group("d2h") == "true"
+            direction = "bidir" if h2d and d2h else "h2d" if h2d else "d2h"
+            add(
+                "pebb",
+                int(bw.group("id")),
+                f"pcie_{direction}_gb_per_s",
+                float(bw.group("value")),
+                "GB/s",
+                bdf=(bw.group("bdf") or "").lower() or None,
+                cpu=int(bw.group("cpu")),
+                action=action,
+            )
+        elif (p2p := _PBQT.search(line)) is not None:
+            add(
+                "pbqt",
+                int(p2p.group("id")),
+                "p2p_bidir_gb_per_s" if p2p.group("bidir") == "true" else "p2p_unidir_gb_per_s",
+                float(p2p.group("value")),
+                "GB/s",
+                bdf=(p2p.group("bdf") or "").lower() or None,
+                peer_gpu_id=int(p2p.group("peer_id")),
+                peer_bdf=(p2p.group("peer_bdf") or "").lower() or None,
+                action=action,
+            )
+        elif (mem := _MEM_BANDWIDTH.search(line)) is not None:
+            # mem names no GPU on these lines: one reading per GPU, in completion order.
+            add("mem", None, "memory_stress_gb_per_s", float(mem.group("value")), "GB/s")
+        elif (prop := _GPUP.match(line)) is not None:
+            add(
+                "gpup",
+                int(prop.group("gpu_id")),
+                prop.group("prop"),
+                float(prop.group("value")),
+                "",
+            )
+    for (action, gpu_id), samples in powers.items():
+        watts = _ACTION_WATTS.search(action)
+        add(
+            "iet",
+            gpu_id,
+            "power_w",
+            max(samples),
+            "W",
+            action=action,
+            samples=len(samples),
+            target=float(watts.group("w")) if watts else None,
+            passed=passed.get((action, gpu_id)),  # RVS's own verdict on reaching the target
+        )
     return facts

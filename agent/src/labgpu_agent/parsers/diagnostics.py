@@ -14,6 +14,18 @@ _RVS_MET = re.compile(
     r"\[(?P<action>[^\]]+)\] \[GPU:: (?P<gpu>\d+)\] GFLOPS (?P<gflops>\d+)"
     r" Target GFLOPS: \S+ met: (?P<met>\w+)"
 )
+# Per-GPU and per-action verdicts RVS prints (its user guide, docs/ug1main.md at 21584e14, and
+# ROCm/system-acceptance-docs): iet `[GPU:: 42583] pass: TRUE`, mem `mem Test 1 : PASS`, peqt
+# `peqt true`, pbqt `p2p [GPU:: …] [GPU:: …] peers:true`.
+_RVS_IET_PASS = re.compile(
+    r"\[(?P<action>[^\]]+)\] \[GPU::\s*(?P<gpu>\d+)\] pass: (?P<ok>TRUE|FALSE)", re.IGNORECASE
+)
+_RVS_MEM = re.compile(r"\[(?P<action>[^\]]+)\] mem Test (?P<test>\d+) : (?P<ok>PASS|FAIL)")
+_RVS_PEQT = re.compile(r"\[(?P<action>[^\]]+)\] peqt (?P<ok>true|false)\s*$", re.MULTILINE)
+_RVS_PEERS = re.compile(
+    r"\[(?P<action>[^\]]+)\] p2p \[GPU::[^\]]*?(?P<gpu>\d+) - [0-9a-f:.]+\]"
+    r" \[GPU::[^\]]*?(?P<peer>\d+) - [0-9a-f:.]+\] peers:(?P<ok>true|false)"
+)
 _RVS_VERSION = re.compile(r"^\|\s*ROCm version\s*\|\s*(?P<v>\S+)\s*\|", re.MULTILINE)
 
 
@@ -30,6 +42,19 @@ def parse_rvs(text: str) -> Facts:
                 detail=f"{int(met.group('gflops')) / 1000:.1f} TFLOPS",
             )
         )
+    for pattern, name in (
+        (_RVS_IET_PASS, "{action} gpu {gpu}"),
+        (_RVS_MEM, "{action} mem test {test}"),
+        (_RVS_PEQT, "{action}"),
+        (_RVS_PEERS, "{action} gpu {gpu} peer {peer}"),
+    ):
+        for hit in pattern.finditer(body):
+            ok = hit.group("ok").lower() in ("true", "pass")
+            facts.diagnostics.append(
+                Diagnostic(
+                    tool="rvs", test=name.format(**hit.groupdict()), result="pass" if ok else "fail"
+                )
+            )
     for line in body.splitlines():
         if (row := _RVS_RESULT.match(line.strip())) and row.group("module") != "Module":
             facts.diagnostics.append(
