@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +25,7 @@ class StubApi:
     def __init__(self) -> None:
         self.script: dict[str, list[tuple[int, Any, dict[str, str]]]] = {}
         self.received: list[tuple[str, str, Any]] = []
+        self.drop_first_answer: set[str] = set()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -30,6 +33,12 @@ class StubApi:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"null")
                 stub.received.append((self.path, self.headers.get("Authorization", ""), body))
+                kind = self.path.split("/")[-2]
+                if kind in stub.drop_first_answer:
+                    stub.drop_first_answer.discard(kind)
+                    self.close_connection = True  # the request arrived; its answer never leaves
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 queue = stub.script.get(self.path, [])
                 status, reply, headers = queue.pop(0) if len(queue) > 1 else queue[0]
                 data = json.dumps(reply).encode()
@@ -68,7 +77,7 @@ def api() -> Iterator[StubApi]:
 def client(api: StubApi, sleeps: list[float] | None = None) -> AgentClient:
     log = sleeps if sleeps is not None else []
     return AgentClient(
-        api.url, retry=RetryPolicy(max_attempts=4, base_delay_s=0.5), sleep=log.append
+        api.url, retry=RetryPolicy(max_attempts=4, base_delay_s=0.5, jitter=0), sleep=log.append
     )
 
 
@@ -126,7 +135,9 @@ def test_retries_are_bounded(api):
 
 
 def test_a_used_bootstrap_token_is_not_retried(api, capsys):
-    api.on("bootstrap", (401, {"message": "token already used"}))
+    """The API refuses the bootstrap token only after the node's first report (a lost answer is
+    answered again before it): a 401 is final, like every 4xx but 429."""
+    api.on("bootstrap", (401, {"code": "token_used", "message": "token already used"}))
     assert (
         main(["run", "--api", api.url, "--token", "used", "--fixture-profile", "healthy-h200"]) == 1
     )
@@ -134,11 +145,44 @@ def test_a_used_bootstrap_token_is_not_retried(api, capsys):
     assert "401" in capsys.readouterr().err
 
 
+def test_a_lost_answer_of_each_kind_is_asked_again(api):
+    """The request reaches the API and the connection closes before the answer: each of
+    bootstrap, report and heartbeat is sent again with the same token and body."""
+    api.on("bootstrap", (200, BOOT))
+    api.on("reports", (201, {"id": 1}))
+    api.on("heartbeat", (200, {"action": "stop"}))
+    api.drop_first_answer = {"bootstrap", "reports", "heartbeat"}
+    sleeps: list[float] = []
+    assert run_agent(client(api, sleeps), bootstrap_token="t", make_report=lambda _p: {"r": 1}) == 0
+    assert api.paths() == ["bootstrap"] * 2 + ["reports"] * 2 + ["heartbeat"] * 2
+    assert api.received[0] == api.received[1] and api.received[2] == api.received[3]
+    assert sleeps == [0.5, 0.5, 0.0, 0.5]  # one backoff each; 0 s heartbeat interval
+
+
+def test_backoff_is_capped_and_jittered():
+    policy = RetryPolicy(base_delay_s=1.0, max_delay_s=30.0, jitter=0.5, rng=random.Random(29))
+    delays = [[policy.delay(attempt, None) for attempt in range(8)] for _ in range(20)]
+    for run in delays:
+        for attempt, delay in enumerate(run):
+            full = min(2.0**attempt, 30.0)
+            assert full / 2 <= delay <= full
+    assert len({run[5] for run in delays}) == 20  # agents that failed together spread out
+    assert policy.delay(3, "7") == 7.0 and policy.delay(0, "600") == 30.0
+
+
+def test_a_heartbeat_that_keeps_failing_is_skipped_not_fatal(api):
+    api.on("bootstrap", (200, BOOT))
+    api.on("reports", (201, {}))
+    api.on("heartbeat", *([(503, {})] * 4), (200, {"action": "stop"}))
+    assert run_agent(client(api), bootstrap_token="t", make_report=lambda _p: {}) == 0
+    assert api.paths() == ["bootstrap", "reports"] + ["heartbeat"] * 5
+
+
 def test_connection_refused_is_transient_then_gives_up():
     sleeps: list[float] = []
     dead = AgentClient(
         "http://127.0.0.1:9",
-        retry=RetryPolicy(max_attempts=3, base_delay_s=0.1),
+        retry=RetryPolicy(max_attempts=3, base_delay_s=0.1, jitter=0),
         sleep=sleeps.append,
     )
     with pytest.raises(ApiError, match="ConnectError"):

@@ -1,12 +1,16 @@
 """The agent side of the API protocol (see agent/README.md): bootstrap, report, heartbeat.
 
-Transient failures (connection errors, 5xx, 429) are retried with bounded exponential backoff,
-honouring Retry-After; 401/410 on a heartbeat, or `{"action": "stop"}`, end the agent cleanly.
+Transient failures (timeouts, connection errors, 5xx, 429) are retried with capped, jittered
+exponential backoff, honouring Retry-After; any other 4xx is final. Every call is safe to repeat:
+a bootstrap whose answer was lost is answered again with the same heartbeat token until the
+node's first report (the API's side of issue 29). 401/410 on a heartbeat, or `{"action": "stop"}`,
+end the agent cleanly; a heartbeat that still fails after its retries is skipped, not fatal.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,9 +49,16 @@ class Bootstrap:
 
 @dataclass
 class RetryPolicy:
-    max_attempts: int = 6
+    """Exponential backoff from `base_delay_s`, capped at `max_delay_s`, each delay shortened by up
+    to `jitter` of itself at random, so that agents which failed together (a storm of boots
+    queueing at the API) do not come back together. Eight attempts span about a minute and a half,
+    beyond the API's usual hiccups (a web worker restarting, a deploy)."""
+
+    max_attempts: int = 8
     base_delay_s: float = 1.0
-    max_delay_s: float = 60.0
+    max_delay_s: float = 30.0
+    jitter: float = 0.5
+    rng: random.Random = field(default_factory=random.Random, repr=False)
 
     def delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:
@@ -55,7 +66,8 @@ class RetryPolicy:
                 return float(min(float(retry_after), self.max_delay_s))
             except ValueError:
                 pass  # an HTTP date; fall back to our own backoff
-        return float(min(self.base_delay_s * 2**attempt, self.max_delay_s))
+        backoff = min(self.base_delay_s * 2**attempt, self.max_delay_s)
+        return float(backoff * (1 - self.jitter * self.rng.random()))
 
 
 class AgentClient:
@@ -169,7 +181,13 @@ def run_agent(
     while max_heartbeats is None or beats < max_heartbeats:
         client.sleep(boot.heartbeat_interval_s)
         beats += 1
-        action = client.heartbeat(boot.heartbeat_token, _usage_or_none(make_usage))
+        try:
+            action = client.heartbeat(boot.heartbeat_token, _usage_or_none(make_usage))
+        except ApiError as exc:
+            if exc.status is not None:
+                raise  # the API refused what we sent: retrying the same would not help
+            log.warning("heartbeat skipped: %s", exc)  # the API is away; the next one tries again
+            continue
         if action == "stop":
             log.info("told to stop after %d heartbeats", beats)
             return 0

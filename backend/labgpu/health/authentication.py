@@ -50,7 +50,11 @@ class BootstrapTokenScheme(OpenApiAuthenticationExtension):
     name = "nodeBootstrapToken"
 
     def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
-        return {"type": "http", "scheme": "bearer", "description": "Single-use bootstrap token"}
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "Bootstrap token (until the node's first report)",
+        }
 
 
 class HeartbeatTokenScheme(OpenApiAuthenticationExtension):

@@ -10,6 +10,7 @@ from labgpu.audit.services import audit_record
 from labgpu.bookings.services import NOTEBOOK_PORT, booking_notebook_token
 from labgpu.core.crashpoints import crash_point
 from labgpu.core.errors import ApplicationError, Conflict
+from labgpu.core.sealed import seal, unseal
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.health import limits
@@ -34,7 +35,14 @@ class DropletUnknown(ApplicationError):
 
 
 def agent_bootstrap(*, node: Node) -> dict[str, Any]:
-    """Trade the single-use bootstrap token for a heartbeat token; the node is now checking.
+    """Trade the bootstrap token for a heartbeat token; the node is now checking.
+
+    The token is accepted until the node's first report, and every answer until then carries the
+    same heartbeat token: an agent whose answer was lost (a timeout while the request queued, a
+    dropped connection) asks again and carries on, where a fresh token per call would strand it
+    whenever an earlier, slower call of its own committed last. Nothing new is handed out: the
+    only one who can ask is whoever holds the token, the node itself, and after the first report
+    the token is refused (`token_used`) and no copy of the heartbeat token is kept.
 
     A node leaves `creating` only with its droplet recorded: when the create's answer was lost
     (a worker died after the POST), adopt the droplet by its tag first, or ask the agent to retry.
@@ -49,24 +57,26 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
         claimed = Node.objects.filter(pk=node.pk, bootstrap_used_at__isnull=True).update(
             bootstrap_used_at=now(),
             heartbeat_token_hash=hash_secret(token),
+            heartbeat_token_sealed=seal(token, purpose=HEARTBEAT_TOKEN_PURPOSE),
             last_heartbeat_at=now(),
         )
         if not claimed:
-            raise ApplicationError(
-                "This bootstrap token was already used.", code="token_used", status_code=401
+            # A concurrent first claim holds the row until it commits; this reads its outcome.
+            token = _bootstrap_answered_before(node)
+        else:
+            moved = transition(
+                Node,
+                pk=node.pk,
+                from_statuses=[NodeStatus.CREATING, NodeStatus.BOOTING],
+                to_status=NodeStatus.CHECKING,
+                condition=~Q(provider_id=""),
             )
-        moved = transition(
-            Node,
-            pk=node.pk,
-            from_statuses=[NodeStatus.CREATING, NodeStatus.BOOTING],
-            to_status=NodeStatus.CHECKING,
-            condition=~Q(provider_id=""),
-        )
-        if not moved:
-            raise Conflict(
-                f"Node is {node.status}; it does not accept an agent now.", code="invalid_status"
-            )
-        crash_point("bootstrap.before_commit")
+            if not moved:
+                raise Conflict(
+                    f"Node is {node.status}; it does not accept an agent now.",
+                    code="invalid_status",
+                )
+            crash_point("bootstrap.before_commit")
     pool = node.booking.pool
     instance_type = pool.instance_type
     answer: dict[str, Any] = {
@@ -78,6 +88,22 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
         "required_smoke": list(pool.required_smoke),
     }
     return answer | _bootstrap_notebook(node)
+
+
+HEARTBEAT_TOKEN_PURPOSE = "node-heartbeat-token"
+
+
+def _bootstrap_answered_before(node: Node) -> str:
+    """The heartbeat token an earlier bootstrap of this node handed out, while the node checks
+    and has sent no report; otherwise the bootstrap token is used up."""
+    current = Node.objects.filter(pk=node.pk).values("status", "heartbeat_token_sealed").get()
+    token = unseal(current["heartbeat_token_sealed"], purpose=HEARTBEAT_TOKEN_PURPOSE)
+    if current["status"] != NodeStatus.CHECKING or token is None:
+        raise ApplicationError(
+            "This bootstrap token was already used.", code="token_used", status_code=401
+        )
+    Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
+    return token
 
 
 def _bootstrap_notebook(node: Node) -> dict[str, Any]:
@@ -142,7 +168,8 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
         required_smoke=list(payload.get("required_smoke", [])),
         timing=dict(payload.get("timing", {})),
     )
-    Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
+    # The first report closes the bootstrap: its token is refused from now on (see agent_bootstrap).
+    Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now(), heartbeat_token_sealed="")
     if node.status in (NodeStatus.CHECKING, NodeStatus.BOOTING):
         if report.verdict in HealthReport.PASSING:
             node_report_passed(node=node)

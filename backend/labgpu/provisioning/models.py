@@ -74,6 +74,10 @@ class Node(BaseModel):
     bootstrap_token_hash = models.CharField(max_length=64, blank=True, db_index=True)
     bootstrap_used_at = models.DateTimeField(null=True, blank=True)
     heartbeat_token_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    # The bootstrap answer's heartbeat token, sealed (core.sealed), kept only until the node's
+    # first report: a bootstrap whose answer was lost is answered again with the same token
+    # (health.services.agent_bootstrap); the first report clears it and closes the bootstrap.
+    heartbeat_token_sealed = models.TextField(blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     # A site admin asked for the vendor stress tools (`labgpu-agent check --deep`); the next
     # heartbeat hands the request to the agent and clears it.

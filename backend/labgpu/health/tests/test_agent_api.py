@@ -105,13 +105,40 @@ def report(verdict="pass", value=700.0):
     }
 
 
-def test_bootstrap_token_is_single_use_and_returns_a_heartbeat_token(node):
+def test_bootstrap_is_answered_alike_until_the_first_report_then_refused(node):
+    """A lost answer costs a retry, not a node (issue 29): the token works again, with the same
+    heartbeat token, until the node's first report; after it, a replay (say, by the researcher
+    who is root on the node and reads cloud-init) gets no credentials, and the sealed copy is
+    gone."""
     client = bearer(bootstrap_token_for(node.pk))
     first = client.post("/api/v1/agent/bootstrap/")
     assert first.status_code == 200, first.content
     assert first.json()["node"] == node.pk and first.json()["heartbeat_token"].startswith("lgn_h_")
     again = client.post("/api/v1/agent/bootstrap/")
-    assert again.status_code == 401 and again.json()["code"] == "token_used"
+    assert again.status_code == 200, again.content
+    assert again.json() == first.json()
+    node.refresh_from_db()
+    assert node.status == "checking"
+    assert node.heartbeat_token_hash == hash_secret(first.json()["heartbeat_token"])
+    assert node.heartbeat_token_sealed  # sealed, never the token itself
+    assert first.json()["heartbeat_token"] not in node.heartbeat_token_sealed
+
+    heartbeat = bearer(first.json()["heartbeat_token"])
+    assert heartbeat.post("/api/v1/agent/reports/", report(), format="json").status_code == 201
+    replay = client.post("/api/v1/agent/bootstrap/")
+    assert replay.status_code == 401 and replay.json()["code"] == "token_used"
+    assert "heartbeat_token" not in replay.json()
+    node.refresh_from_db()
+    assert node.heartbeat_token_sealed == "" and node.status == "ready"
+    assert heartbeat.post("/api/v1/agent/heartbeat/").json() == {"action": "continue"}
+
+
+def test_a_failed_report_also_closes_the_bootstrap(node):
+    client = bearer(bootstrap_token_for(node.pk))
+    token = client.post("/api/v1/agent/bootstrap/").json()["heartbeat_token"]
+    bearer(token).post("/api/v1/agent/reports/", report("fail"), format="json")
+    replay = client.post("/api/v1/agent/bootstrap/")
+    assert replay.status_code == 401 and replay.json()["code"] == "token_used"
 
 
 def test_I5_passing_report_makes_node_and_booking_ready(node, monkeypatch):
