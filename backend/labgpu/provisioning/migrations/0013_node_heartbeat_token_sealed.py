@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("provisioning", "0011_volume_unique_provider_id"),
+        ("provisioning", "0012_node_delete_accepted_at"),
     ]
 
     operations = [
