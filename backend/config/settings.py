@@ -240,6 +240,8 @@ REST_FRAMEWORK = {
         "login": THROTTLE_LOGIN_RATE,
         # Invitations one lab admin may send (labgpu.invitations).
         "invite": os.environ.get("LABGPU_THROTTLE_INVITE", "30/hour"),
+        # Verification links one person may have mailed to new addresses (labgpu.accounts.emails).
+        "email_verify": os.environ.get("LABGPU_THROTTLE_EMAIL_VERIFY", "10/hour"),
     },
     "EXCEPTION_HANDLER": "labgpu.api.exceptions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -400,6 +402,10 @@ LABGPU_PUBLIC_API_URL = os.environ.get("LABGPU_PUBLIC_API_URL", "http://127.0.0.
 LABGPU_PUBLIC_URL = os.environ.get("LABGPU_PUBLIC_URL") or LABGPU_PUBLIC_API_URL
 # --- Invitations (labgpu.invitations): a link works once, until this many seconds have passed.
 LABGPU_INVITATION_TTL_S = int(os.environ.get("LABGPU_INVITATION_TTL_S", str(7 * 24 * 3600)))
+# An e-mail change counts once its owner opens the link sent to the new address, until then.
+LABGPU_EMAIL_VERIFICATION_TTL_S = int(
+    os.environ.get("LABGPU_EMAIL_VERIFICATION_TTL_S", str(24 * 3600))
+)
 # Booting nodes are watched with one provider listing per account per interval (not per node).
 LABGPU_POLL_INTERVAL_S = float(os.environ.get("LABGPU_POLL_INTERVAL_S", "10"))
 CELERY_BEAT_SCHEDULE["meter-volumes"] = {"task": f"{_TASKS}.meter_volumes", "schedule": every(3600)}

@@ -18,7 +18,12 @@ class SshKeyInline(admin.TabularInline):
 
 @admin.register(User)
 class UserAdmin(BaseUserAdmin):
-    fieldsets = [*BaseUserAdmin.fieldsets, ("LabGPU", {"fields": ["timezone", "language"]})]
+    # A site admin may vouch for an address (verified_email); a pending change waits for its link.
+    fieldsets = [
+        *BaseUserAdmin.fieldsets,
+        ("LabGPU", {"fields": ["timezone", "language", "verified_email", "pending_email"]}),
+    ]
+    readonly_fields = ["pending_email"]
     list_display = ["username", "email", "is_staff", "timezone", "language"]
     inlines = [SshKeyInline]
 

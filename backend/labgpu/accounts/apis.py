@@ -8,15 +8,19 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
-from labgpu.accounts import selectors, services
+from labgpu.accounts import emails, selectors, services
 from labgpu.accounts.backends import password_login_enabled
+from labgpu.accounts.emails import email_is_verified
 from labgpu.accounts.login_limits import login_with_limits
 from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey
 from labgpu.accounts.serializers import (
     ApiTokenCreatedSerializer,
     ApiTokenSerializer,
+    EmailChangeSerializer,
+    EmailVerifySerializer,
     LabCreateSerializer,
     LabSerializer,
     LabUpdateSerializer,
@@ -80,7 +84,37 @@ class LogoutView(APIView):
         return Response({"redirect_url": redirect_url})
 
 
+class EmailVerificationRateThrottle(SimpleRateThrottle):
+    """Verification links one person may have mailed (LABGPU_THROTTLE_EMAIL_VERIFY): each goes
+    to an address they typed, which may be a stranger's. Counts only requests that send one."""
+
+    scope = "email_verify"
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        if not _sends_verification(request):
+            return True
+        return super().allow_request(request, view)
+
+    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+
+
+def _sends_verification(request: Request) -> bool:
+    if request.method == "POST":
+        return True
+    email = request.data.get("email") if isinstance(request.data, dict) else None
+    user = request.user
+    return (
+        isinstance(email, str)
+        and bool(email.strip())
+        and (email.strip().casefold() != user.email.casefold() or not email_is_verified(user))
+    )
+
+
 class MeView(APIView):
+    def get_throttles(self) -> list:
+        return [*super().get_throttles(), EmailVerificationRateThrottle()]
+
     @extend_schema(responses=MeSerializer)
     def get(self, request: Request) -> Response:
         return Response(MeSerializer(selectors.user_with_labs(request.user)).data)
@@ -90,8 +124,47 @@ class MeView(APIView):
         user = selectors.user_with_labs(request.user)
         serializer = MeSerializer(user, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
+        # A new address counts only once proved: it waits, and the old one stays in effect.
+        email = serializer.validated_data.pop("email", None)
         serializer.save()
-        return Response(serializer.data)
+        if email is not None and (
+            email.strip().casefold() != user.email.casefold() or not email_is_verified(user)
+        ):
+            emails.email_change_request(user=user, email=email)
+        return Response(MeSerializer(user).data)
+
+
+class MeEmailView(APIView):
+    """Mail a verification link to an address (a new one, or the one in effect, unproved)."""
+
+    def get_throttles(self) -> list:
+        return [*super().get_throttles(), EmailVerificationRateThrottle()]
+
+    @extend_schema(request=EmailChangeSerializer, responses=MeSerializer)
+    def post(self, request: Request) -> Response:
+        data = EmailChangeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = selectors.user_with_labs(request.user)
+        emails.email_change_request(user=user, email=data.validated_data["email"])
+        return Response(MeSerializer(user).data)
+
+
+class EmailVerifyView(APIView):
+    """Open a verification link (the SPA's /verify-email/lgv_… page posts its secret here, in
+    the body, so it stays out of access logs). The link is the credential: no session needed."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        request=EmailVerifySerializer,
+        responses=inline_serializer("EmailVerified", {"email": serializers.EmailField()}),
+    )
+    def post(self, request: Request) -> Response:
+        data = EmailVerifySerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = emails.email_verify(raw=data.validated_data["token"])
+        return Response({"email": user.email})
 
 
 class SshKeyViewSet(

@@ -26,6 +26,16 @@ class User(AbstractUser):
     language = models.CharField(
         max_length=16, choices=[("en", "English"), ("zh-hans", "简体中文")], default="en"
     )
+    # The address its owner proved: they opened a link sent to it (a verification or the
+    # invitation they signed up from), or a site admin or an identity provider vouched for it.
+    # `email` counts (invitations, adoption, notifications) only while it equals this one, so a
+    # write to `email` that skips verification leaves it unverified (labgpu.accounts.emails).
+    verified_email = models.EmailField(blank=True, default="")
+    # A change asked for and not yet proved: the new address, a SHA-256 of the link's secret
+    # (single use: cleared when used) and when the link dies. `email` stays the old one meanwhile.
+    pending_email = models.EmailField(blank=True, default="")
+    pending_email_token_hash = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    pending_email_expires_at = models.DateTimeField(null=True, blank=True)
 
     @property
     def is_site_admin(self) -> bool:

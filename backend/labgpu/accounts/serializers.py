@@ -1,6 +1,7 @@
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
+from labgpu.accounts.emails import email_is_verified
 from labgpu.accounts.models import TIME_ZONES, ApiToken, Lab, Membership, SshKey, User
 from labgpu.api.fields import AwareDateTimeField
 from labgpu.api.serializers import CachedFieldsModelSerializer
@@ -45,6 +46,19 @@ class MeSerializer(serializers.ModelSerializer):
     memberships = MyMembershipSerializer(many=True, read_only=True)
     is_site_admin = serializers.BooleanField(read_only=True)
     timezone = TimeZoneField()
+    email = serializers.EmailField(
+        required=False,
+        allow_blank=True,
+        max_length=254,
+        help_text="The address in effect. Writing a new one mails a link to it; it takes effect "
+        "(and counts for invitations and notifications) once the link is opened.",
+    )
+    email_verified = serializers.SerializerMethodField(
+        help_text="The address in effect was proved (a link sent to it was opened)."
+    )
+    pending_email = serializers.CharField(
+        read_only=True, help_text="An address waiting for its link to be opened, or empty."
+    )
 
     class Meta:
         model = User
@@ -58,8 +72,21 @@ class MeSerializer(serializers.ModelSerializer):
             "language",
             "is_site_admin",
             "memberships",
+            "email_verified",
+            "pending_email",
         ]
         read_only_fields = ["id", "username"]
+
+    def get_email_verified(self, user: User) -> bool:
+        return email_is_verified(user)
+
+
+class EmailChangeSerializer(serializers.Serializer):
+    email = serializers.EmailField(max_length=254)
+
+
+class EmailVerifySerializer(serializers.Serializer):
+    token = serializers.CharField(max_length=200)
 
 
 class UserSummarySerializer(CachedFieldsModelSerializer):

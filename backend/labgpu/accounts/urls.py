@@ -14,5 +14,7 @@ urlpatterns = [
     path("auth/login/", apis.LoginView.as_view(), name="auth-login"),
     path("auth/logout/", apis.LogoutView.as_view(), name="auth-logout"),
     path("me/", apis.MeView.as_view(), name="me"),
+    path("me/email/", apis.MeEmailView.as_view(), name="me-email"),
+    path("email/verify/", apis.EmailVerifyView.as_view(), name="email-verify"),
     *router.urls,
 ]

@@ -16,6 +16,7 @@ from django.core.mail import send_mail
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from labgpu.accounts.emails import verified_email
 from labgpu.accounts.models import Membership
 from labgpu.bookings.models import Booking, Notification
 from labgpu.bookings.services.notebook import NOTEBOOK_PORT, notebook_access
@@ -55,12 +56,18 @@ def _send(  # type: ignore[no-untyped-def]
         Notification.objects.create(user=user, booking=booking, subject=subject[:300], body=body)
     except Exception:  # like the mail: a notification must never break the lifecycle
         logger.exception("could not record a notification for %s: %s", user.username, subject)
-    if not user.email:
+    address = verified_email(user)  # an unproved address may be a stranger's
+    if not address:
         return
     try:
-        send_mail(subject, body, None, [user.email])
+        send_mail(subject, body, None, [address])
     except Exception:  # a mail outage must never break the lifecycle
         logger.exception("could not email %s: %s", user.username, subject)
+
+
+def notify_person(user, subject: str, body: str) -> None:  # type: ignore[no-untyped-def]
+    """A message for `user` that is about no booking: mailed and kept in their list."""
+    _send(user, subject, body)
 
 
 def _chat(event: str, booking: Booking, *, to_lab: bool = False, **context: object) -> None:

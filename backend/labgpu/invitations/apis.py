@@ -1,4 +1,5 @@
 from django.contrib.auth import authenticate, login
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils.decorators import method_decorator
@@ -13,6 +14,7 @@ from rest_framework.views import APIView
 
 from labgpu.accounts import selectors as account_selectors
 from labgpu.accounts.authentication import CsrfCheckedSessionAuthentication
+from labgpu.accounts.emails import users_with_verified_email
 from labgpu.accounts.models import Lab, User
 from labgpu.accounts.serializers import MeSerializer
 from labgpu.accounts.services import require_lab_admin
@@ -22,6 +24,7 @@ from labgpu.invitations import services
 from labgpu.invitations.models import Invitation
 from labgpu.invitations.serializers import (
     InvitationAcceptedSerializer,
+    InvitationAcceptSerializer,
     InvitationCreatedSerializer,
     InvitationCreateSerializer,
     InvitationPreviewSerializer,
@@ -93,7 +96,7 @@ class LabInvitationViewSet(
         services.invitation_revoke(actor=self.request.user, invitation=instance)
 
 
-def _preview(invitation: Invitation) -> dict:
+def _preview(invitation: Invitation, user: User | AnonymousUser) -> dict:
     inviter = invitation.invited_by
     return {
         "lab": invitation.lab,
@@ -103,7 +106,10 @@ def _preview(invitation: Invitation) -> dict:
         "expires_at": invitation.expires_at,
         "status": invitation.status,
         "signup_allowed": services.local_signup_enabled()
-        and not User.objects.filter(email__iexact=invitation.email).exists(),
+        and not users_with_verified_email(invitation.email).exists(),
+        "address_matches": services.invitation_address_matches(invitation=invitation, user=user)
+        if user.is_authenticated
+        else None,
     }
 
 
@@ -120,7 +126,7 @@ class InvitationPreviewView(APIView):
         data = InvitationTokenSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         invitation = services.invitation_for_token(data.validated_data["token"])
-        return Response(InvitationPreviewSerializer(_preview(invitation)).data)
+        return Response(InvitationPreviewSerializer(_preview(invitation, request.user)).data)
 
 
 class InvitationAcceptView(APIView):
@@ -128,11 +134,15 @@ class InvitationAcceptView(APIView):
 
     authentication_classes = [CsrfCheckedSessionAuthentication]  # a person, not a script
 
-    @extend_schema(request=InvitationTokenSerializer, responses=InvitationAcceptedSerializer)
+    @extend_schema(request=InvitationAcceptSerializer, responses=InvitationAcceptedSerializer)
     def post(self, request: Request) -> Response:
-        data = InvitationTokenSerializer(data=request.data)
+        data = InvitationAcceptSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        membership = services.invitation_accept(user=request.user, raw=data.validated_data["token"])
+        membership = services.invitation_accept(
+            user=request.user,
+            raw=data.validated_data["token"],
+            confirm_other_address=data.validated_data["confirm_other_address"],
+        )
         return Response(InvitationAcceptedSerializer(membership).data)
 
 

@@ -1,12 +1,17 @@
 """The invitation e-mail, in the invitee's language when LabGPU knows them, else in the inviter's
-language followed by the other one (en, zh-hans)."""
+language followed by the other one (en, zh-hans); and the word to the inviter when someone else
+accepted it."""
 
 import logging
 import zoneinfo
 
 from django.core.mail import send_mail
+from django.utils import translation
+from django.utils.translation import gettext as _
 
-from labgpu.accounts.models import User
+from labgpu.accounts.emails import users_with_verified_email, verified_email
+from labgpu.accounts.models import Membership, User
+from labgpu.bookings.notifications import notify_person
 from labgpu.invitations.models import Invitation
 
 logger = logging.getLogger(__name__)
@@ -52,7 +57,7 @@ def _render(language: str, invitation: Invitation, link: str, tz: str) -> tuple[
 
 
 def invitation_sent(*, invitation: Invitation, link: str) -> None:
-    known = User.objects.filter(email__iexact=invitation.email, is_active=True).first()
+    known = users_with_verified_email(invitation.email).filter(is_active=True).first()
     inviter = invitation.invited_by
     if known is not None and known.language in TEXTS:
         languages, tz = [known.language], known.timezone
@@ -67,3 +72,43 @@ def invitation_sent(*, invitation: Invitation, link: str) -> None:
         send_mail(subject, body, None, [invitation.email])
     except Exception:  # a mail outage must not fail the request; the inviter saw the link once
         logger.exception("could not send the invitation to %s", invitation.email)
+
+
+def _inviters(invitation: Invitation) -> list[User]:
+    """Who sent it, while still one of the lab's admins (or a site admin); else its lab admins."""
+    inviter = invitation.invited_by
+    admins = User.objects.filter(
+        is_active=True,
+        memberships__lab=invitation.lab,
+        memberships__role=Membership.Role.LAB_ADMIN,
+    )
+    if (
+        inviter is not None
+        and inviter.is_active
+        and (inviter.is_site_admin or admins.filter(pk=inviter.pk).exists())
+    ):
+        return [inviter]
+    return list(admins)
+
+
+def invitation_accepted_from_other_address(*, invitation: Invitation, user: User) -> None:
+    """Someone whose verified address is not the invited one confirmed and joined: the inviter
+    should know, since a forwarded or leaked link lets a stranger into the lab."""
+    for person in _inviters(invitation):
+        with translation.override(person.language):
+            subject = _("%(user)s joined %(lab)s with an invitation sent to %(email)s") % {
+                "user": user.username,
+                "lab": invitation.lab.name,
+                "email": invitation.email,
+            }
+            body = _(
+                "The invitation you sent to %(email)s was accepted by the account %(user)s, "
+                "whose verified address is %(address)s. If that is not the person you invited, "
+                "remove them from %(lab)s on its members page."
+            ) % {
+                "email": invitation.email,
+                "user": user.username,
+                "address": verified_email(user) or _("(none)"),
+                "lab": invitation.lab.name,
+            }
+        notify_person(person, subject, body)

@@ -56,7 +56,20 @@ class InvitationPreviewSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Invitation.Status.choices)
     signup_allowed = serializers.BooleanField(
         help_text="A local account may be made from this invitation (local sign-in is on and no "
-        "account has the invited address)."
+        "account has proved the invited address)."
+    )
+    address_matches = serializers.BooleanField(
+        allow_null=True,
+        help_text="Signed in: whether the invitation went to your account's verified address "
+        "(if not, accepting needs `confirm_other_address`). Signed out: null.",
+    )
+
+
+class InvitationAcceptSerializer(InvitationTokenSerializer):
+    confirm_other_address = serializers.BooleanField(
+        default=False,
+        help_text="Join although the invitation went to another address than your verified one "
+        "(the inviter is told).",
     )
 
 

@@ -16,7 +16,9 @@ from django.conf import settings
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_lazy as _
 
+from labgpu.accounts.emails import users_with_verified_email, verified_email
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.services import require_lab_admin
 from labgpu.audit.services import audit_record
@@ -51,7 +53,7 @@ def invitation_create(
     email = email.strip()
     # Serialise invitations to one lab: the pending check below is then a real guarantee.
     Lab.objects.select_for_update().filter(pk=lab.pk).first()
-    if Membership.objects.filter(lab=lab, user__email__iexact=email).exists():
+    if Membership.objects.filter(lab=lab, user__in=users_with_verified_email(email)).exists():
         raise Conflict(
             f"Someone with {email} is already in {lab.name}.", code="already_member", field="email"
         )
@@ -157,13 +159,54 @@ def _join(*, invitation: Invitation, user: User) -> Membership:
     return membership
 
 
+def invitation_address_matches(*, invitation: Invitation, user: User) -> bool:
+    """The invitation went to the address `user` proved (an unverified one is anybody's claim)."""
+    return verified_email(user).casefold() == invitation.email.casefold()
+
+
 @transaction.atomic
-def invitation_accept(*, user: User, raw: str) -> Membership:
-    """`user`, signed in, joins the lab the link invites to. The link is the credential: it went
-    to the invited address, and whoever opens it signed in joins (under their own account)."""
+def invitation_accept(*, user: User, raw: str, confirm_other_address: bool = False) -> Membership:
+    """`user`, signed in, joins the lab the link invites to. The invitation is for its address:
+    from an account whose proved address differs (a forwarded link, a second account, someone
+    who found it), joining takes an explicit `confirm_other_address`, and the inviter is told."""
     invitation = invitation_for_token(raw)
     _require_open(invitation)
-    return _join(invitation=invitation, user=user)
+    if invitation_address_matches(invitation=invitation, user=user):
+        return _join(invitation=invitation, user=user)
+    if not confirm_other_address:
+        raise Conflict(
+            _(
+                "This invitation was sent to %(invited)s, which is not your account's verified "
+                "address. Accept it only if it was meant for you; %(inviter)s will be told."
+            )
+            % {"invited": invitation.email, "inviter": _inviter_name(invitation)},
+            code="invitation_other_address",
+            extra={"invited_email": invitation.email, "your_email": verified_email(user)},
+        )
+    membership = _join(invitation=invitation, user=user)
+    audit_record(
+        actor=user,
+        action="invitation.accept_other_address",
+        target=invitation,
+        lab=invitation.lab,
+        data={
+            "email": invitation.email,
+            "user": user.username,
+            "user_email": verified_email(user),
+            "role": invitation.role,
+        },
+    )
+    transaction.on_commit(
+        lambda: notifications.invitation_accepted_from_other_address(
+            invitation=invitation, user=user
+        )
+    )
+    return membership
+
+
+def _inviter_name(invitation: Invitation) -> str:
+    inviter = invitation.invited_by
+    return (inviter.get_full_name() or inviter.username) if inviter else str(_("the lab admin"))
 
 
 @transaction.atomic
@@ -178,12 +221,14 @@ def invitation_sign_up(*, raw: str, username: str, password: str) -> tuple[User,
         )
     invitation = invitation_for_token(raw)
     _require_open(invitation)
-    if User.objects.filter(email__iexact=invitation.email).exists():
+    # Only a proved address blocks: anyone may have typed the invitee's into their profile.
+    if users_with_verified_email(invitation.email).exists():
         raise Conflict(
             "An account with this e-mail address exists: sign in to accept.",
             code="account_exists",
         )
-    user = User(username=username.strip(), email=invitation.email)
+    # The link went to the invited address, so opening it proves the address.
+    user = User(username=username.strip(), email=invitation.email, verified_email=invitation.email)
     try:
         user.full_clean(exclude=["password"])
         validate_password(password, user)

@@ -24,6 +24,8 @@ _FEED_SECRET = re.compile(r"(lgf_[0-9a-f]{1,16})_[A-Za-z0-9_\-]+")
 _API_TOKEN = re.compile(r"(lgp_[0-9a-f]{1,16})_[A-Za-z0-9_\-]+")
 # Invitation links (/invite/lgi_<prefix>_<secret>, labgpu.invitations) are opened by the SPA route.
 _INVITATION = re.compile(r"(lgi_[0-9a-f]{1,16})_[A-Za-z0-9_\-]+")
+# E-mail verification links (/verify-email/lgv_<prefix>_<secret>, labgpu.accounts.emails) too.
+_EMAIL_VERIFICATION = re.compile(r"(lgv_[0-9a-f]{1,16})_[A-Za-z0-9_\-]+")
 _BEARER = re.compile(r"(?i)(bearer\s+)\S+")
 
 
@@ -31,6 +33,7 @@ def redact(text: str) -> str:
     text = _FEED_SECRET.sub(r"\1_[redacted]", text)
     text = _API_TOKEN.sub(r"\1_[redacted]", text)
     text = _INVITATION.sub(r"\1_[redacted]", text)
+    text = _EMAIL_VERIFICATION.sub(r"\1_[redacted]", text)
     return _BEARER.sub(r"\1[redacted]", text)
 
 

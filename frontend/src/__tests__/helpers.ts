@@ -20,6 +20,8 @@ export const alice: Me = {
   language: 'en',
   is_site_admin: false,
   memberships: [{ id: 1, lab: { id: 1, name: 'Vision Lab', slug: 'vision' }, role: 'member' }],
+  email_verified: true,
+  pending_email: '',
 }
 
 /** Mount with the app's plugins: real messages, a memory router, a fresh Pinia and a signed-in user. */

@@ -31,8 +31,11 @@ export function previewInvitation(token: string): Promise<InvitationPreview> {
   return unwrap(api.POST('/api/v1/invitations/preview/', { body: { token } }))
 }
 
-export function acceptInvitation(token: string): Promise<InvitationAccepted> {
-  return unwrap(api.POST('/api/v1/invitations/accept/', { body: { token } }))
+/** Join; `confirmOtherAddress` when the invitation went to another address than the account's verified one. */
+export function acceptInvitation(token: string, confirmOtherAddress = false): Promise<InvitationAccepted> {
+  return unwrap(
+    api.POST('/api/v1/invitations/accept/', { body: { token, confirm_other_address: confirmOtherAddress } }),
+  )
 }
 
 /** Make a local account from the invitation; the server signs it in. */

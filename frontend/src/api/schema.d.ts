@@ -525,6 +525,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/email/verify/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Open a verification link (the SPA's /verify-email/lgv_… page posts its secret here, in
+         *     the body, so it stays out of access logs). The link is the credential: no session needed.
+         */
+        post: operations["v1_email_verify_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/feeds/": {
         parameters: {
             query?: never;
@@ -868,6 +888,23 @@ export interface paths {
         options?: never;
         head?: never;
         patch: operations["v1_me_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/me/email/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Mail a verification link to an address (a new one, or the one in effect, unproved). */
+        post: operations["v1_me_email_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/me/ssh-keys/": {
@@ -2005,6 +2042,17 @@ export interface components {
             /** Format: date-time */
             deep_check_requested_at: string;
         };
+        EmailChangeRequest: {
+            /** Format: email */
+            email: string;
+        };
+        EmailVerified: {
+            /** Format: email */
+            email: string;
+        };
+        EmailVerifyRequest: {
+            token: string;
+        };
         /**
          * @description * `booking_ready` - Node ready
          *     * `booking_ending_soon` - Booking ending soon
@@ -2198,6 +2246,14 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        InvitationAcceptRequest: {
+            token: string;
+            /**
+             * @description Join although the invitation went to another address than your verified one (the inviter is told).
+             * @default false
+             */
+            confirm_other_address: boolean;
+        };
         InvitationAccepted: {
             lab: components["schemas"]["LabSummary"];
             role: components["schemas"]["MembershipRoleEnum"];
@@ -2236,8 +2292,10 @@ export interface components {
             /** Format: date-time */
             expires_at: string;
             status: components["schemas"]["InvitationStatusEnum"];
-            /** @description A local account may be made from this invitation (local sign-in is on and no account has the invited address). */
+            /** @description A local account may be made from this invitation (local sign-in is on and no account has proved the invited address). */
             signup_allowed: boolean;
+            /** @description Signed in: whether the invitation went to your account's verified address (if not, accepting needs `confirm_other_address`). Signed out: null. */
+            address_matches: boolean | null;
         };
         InvitationSignUpRequest: {
             token: string;
@@ -2305,7 +2363,7 @@ export interface components {
             readonly id: number;
             /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
             readonly username: string;
-            /** Email address */
+            /** @description The address in effect. Writing a new one mails a link to it; it takes effect (and counts for invitations and notifications) once the link is opened. */
             email?: string;
             first_name?: string;
             last_name?: string;
@@ -2313,6 +2371,10 @@ export interface components {
             language?: components["schemas"]["LanguageEnum"];
             readonly is_site_admin: boolean;
             readonly memberships: components["schemas"]["MyMembership"][];
+            /** @description The address in effect was proved (a link sent to it was opened). */
+            readonly email_verified: boolean;
+            /** @description An address waiting for its link to be opened, or empty. */
+            readonly pending_email: string;
         };
         Membership: {
             readonly id: number;
@@ -2712,7 +2774,7 @@ export interface components {
             is_active?: boolean;
         };
         PatchedMeRequest: {
-            /** Email address */
+            /** @description The address in effect. Writing a new one mails a link to it; it takes effect (and counts for invitations and notifications) once the link is opened. */
             email?: string;
             first_name?: string;
             last_name?: string;
@@ -6414,6 +6476,85 @@ export interface operations {
             };
         };
     };
+    v1_email_verify_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailVerifyRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["EmailVerifyRequest"];
+                "multipart/form-data": components["schemas"]["EmailVerifyRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailVerified"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_feeds_list: {
         parameters: {
             query?: never;
@@ -7216,9 +7357,9 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["InvitationTokenRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["InvitationTokenRequest"];
-                "multipart/form-data": components["schemas"]["InvitationTokenRequest"];
+                "application/json": components["schemas"]["InvitationAcceptRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["InvitationAcceptRequest"];
+                "multipart/form-data": components["schemas"]["InvitationAcceptRequest"];
             };
         };
         responses: {
@@ -8401,6 +8542,85 @@ export interface operations {
                 "application/json": components["schemas"]["PatchedMeRequest"];
                 "application/x-www-form-urlencoded": components["schemas"]["PatchedMeRequest"];
                 "multipart/form-data": components["schemas"]["PatchedMeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_me_email_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailChangeRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["EmailChangeRequest"];
+                "multipart/form-data": components["schemas"]["EmailChangeRequest"];
             };
         };
         responses: {

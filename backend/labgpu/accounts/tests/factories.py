@@ -10,6 +10,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
+    verified_email = factory.SelfAttribute("email")  # personas' addresses are their own
     password = factory.django.Password("correct horse battery staple")
     timezone = "UTC"
 

@@ -251,6 +251,7 @@ class Command(BaseCommand):
                 defaults={
                     "first_name": first,
                     "email": f"{username}@example.org",
+                    "verified_email": f"{username}@example.org",
                     "timezone": tz,
                     "language": language,
                     "is_staff": role == "site_admin",
