@@ -50,10 +50,55 @@ def run_checks(
     required_smoke: list[str] | None = None,
 ) -> list[Finding]:
     findings: list[Finding] = []
-    for check in CHECKS:
+    mismatch = check_vendor(facts, profile)
+    # On the other vendor's GPUs every driver, device-node and ROCm check would misfire
+    # ("modprobe amdgpu" on an NVIDIA node): the mismatch alone says what is wrong.
+    for check in () if mismatch else CHECKS:
         findings.extend(check(facts, profile))
+    findings.extend(mismatch)
     findings.extend(check_smoke(smoke or [], profile, required=required_smoke))
     return findings
+
+
+VENDOR_NAMES = {"amd": "AMD", "nvidia": "NVIDIA"}
+
+
+def expected_hardware(profile: InstanceProfile) -> str:
+    """`8× AMD MI300X`, `NVIDIA H100`: what the pool's type promises, in words."""
+    count = f"{profile.gpu_count}× " if profile.gpu_count > 1 else ""
+    return f"{count}{VENDOR_NAMES.get(profile.vendor, profile.vendor)} {profile.name.upper()}"
+
+
+def found_hardware(facts: Facts) -> str:
+    """`1× NVIDIA H200`, `7× AMD Instinct MI300X`: what the node has, per model."""
+    counts: dict[str, int] = {}
+    for gpu in facts.gpus:
+        vendor = VENDOR_NAMES.get(gpu.vendor or "", gpu.vendor or "")
+        model = gpu.model or "GPU"
+        name = model if model.upper().startswith(vendor.upper()) else f"{vendor} {model}".strip()
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{n}× {name}" for name, n in counts.items())
+
+
+def check_vendor(facts: Facts, profile: InstanceProfile) -> list[Finding]:
+    other = [g for g in facts.gpus if g.vendor and g.vendor != profile.vendor]
+    if not other:
+        return []
+    return [
+        Finding(
+            id="gpu.vendor_mismatch",
+            severity="fail",
+            message=f"{found_hardware(facts)}; this pool expects {expected_hardware(profile)}.",
+            evidence={
+                "found": [{"index": g.index, "vendor": g.vendor, "model": g.model} for g in other],
+                "expected_vendor": profile.vendor,
+                "expected_profile": profile.name,
+            },
+            remediation="The node is not the type the pool books: fix the pool's instance type "
+            "(provider size and agent profile) or re-create the node with the right size. Nothing "
+            "on the node needs repairing.",
+        )
+    ]
 
 
 def _partition_factor(gpu: GpuFacts) -> int:
@@ -124,8 +169,8 @@ def check_inventory(facts: Facts, profile: InstanceProfile) -> list[Finding]:
             Finding(
                 id="gpu.count",
                 severity="fail",
-                message=f"Found {len(facts.gpus)} GPUs, expected {expected}{partitioned} for "
-                f"{profile.name}.",
+                message=f"Found {len(facts.gpus)} of {expected} GPUs{partitioned}: "
+                f"{found_hardware(facts)}; this pool expects {expected_hardware(profile)}.",
                 evidence={
                     "found": len(facts.gpus),
                     "expected": expected,
@@ -358,8 +403,13 @@ def check_device_nodes(facts: Facts, profile: InstanceProfile) -> list[Finding]:
                 message="The GPU device nodes could not be listed, so their presence and "
                 "permissions are unknown.",
                 evidence={"source": facts.sources.get("devices", "not collected")},
-                remediation="Make `ls -l /dev/kfd /dev/dri` (or /dev/nvidia*) work for the agent; "
-                + remediation,
+                remediation=(
+                    "Make `ls -l /dev/kfd /dev/dri` work for the agent; "
+                    if amd
+                    else "Make `ls -l /dev/nvidiactl /dev/nvidia0` work for the agent; "
+                )
+                + remediation[0].lower()
+                + remediation[1:],
             )
         ]
     prefixes = ("/dev/kfd", "/dev/dri") if amd else ("/dev/nvidia",)
@@ -473,8 +523,13 @@ def check_power_and_thermal(facts: Facts, profile: InstanceProfile) -> list[Find
                         "power_cap_w": gpu.power_cap_w,
                         "board_power_w": profile.board_power_w,
                     },
-                    remediation="Restore the default power limit (`amd-smi set --power-cap` / "
-                    "`nvidia-smi -pl`) or ask the provider why it is capped.",
+                    remediation="Restore the default power limit ("
+                    + (
+                        "`sudo amd-smi set --power-cap`"
+                        if profile.vendor == "amd"
+                        else "`sudo nvidia-smi -pl`"
+                    )
+                    + f" to {profile.board_power_w:g} W) or ask the provider why it is capped.",
                 )
             )
         hotspot = gpu.temperature_hotspot_c
@@ -789,7 +844,9 @@ def check_diagnostics(facts: Facts, profile: InstanceProfile) -> list[Finding]:
             severity="fail",
             message=f"{len(failed)} vendor diagnostic tests failed.",
             evidence={"failed": [asdict(d) for d in failed]},
-            remediation="Re-run the vendor diagnostic (rvs / dcgmi diag) and replace the GPU if it "
+            remediation="Re-run the vendor diagnostic ("
+            + ("`rvs`" if profile.vendor == "amd" else "`dcgmi diag -r 2`")
+            + ") and replace the GPU if it "
             "fails again.",
         )
     ]
@@ -983,6 +1040,29 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
+def _smoke_skip_remediation(reason: str, profile: InstanceProfile | None) -> str:
+    """What to do depends on why: no GPU visible is a driver matter, not a missing package."""
+    amd = profile is not None and profile.vendor == "amd"
+    if "sees no GPU" in reason:
+        return (
+            "PyTorch is installed but sees no GPU: fix the driver and device findings above first ("
+            + (
+                "`amd-smi list`, /dev/kfd, the `render` group; a ROCm build of PyTorch"
+                if amd
+                else "`nvidia-smi`, /dev/nvidia*; a CUDA build of PyTorch"
+            )
+            + "), and check "
+            + ("HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES" if amd else "CUDA_VISIBLE_DEVICES")
+            + " does not hide the GPUs."
+        )
+    build = "ROCm" if amd else "CUDA" if profile is not None else "ROCm or CUDA"
+    return (
+        f"Install the smoke extra (`pip install 'labgpu-agent[smoke]'` with a {build} build of "
+        "PyTorch), or use an image that has it (the pool's `smoke_preinstalled` setting), so the "
+        "node can run it."
+    )
+
+
 def check_smoke(
     results: list[SmokeResult], profile: InstanceProfile | None, required: list[str] | None = None
 ) -> list[Finding]:
@@ -1027,11 +1107,7 @@ def check_smoke(
                     + ("is required by the pool but could not run: " if needed else "was skipped: ")
                     + f"{result.reason}",
                     evidence={**evidence, "required": needed},
-                    remediation=(
-                        "Install the smoke extra (`pip install 'labgpu-agent[smoke]'` with a ROCm "
-                        "or CUDA build of PyTorch), or use an image that has it (the pool's "
-                        "`smoke_preinstalled` setting), so the node can run it."
-                    ),
+                    remediation=_smoke_skip_remediation(result.reason or "", profile),
                 )
             )
         elif result.status == "failed":

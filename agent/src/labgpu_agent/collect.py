@@ -187,6 +187,13 @@ def collect_live(vendor: str | None = None) -> dict[str, RawOutput]:
     """Run every tool relevant to `vendor` (both vendors when None), in parallel."""
     vendors = {vendor} if vendor else {"amd", "nvidia"}
     wanted = {n: s for n, s in SOURCES.items() if s.vendor is None or s.vendor in vendors}
+    if vendor is not None:
+        # The other vendor's listing, where its driver is there: a node of the wrong vendor is
+        # then reported as what it is, not as "no GPU driver loaded".
+        other = "nvidia" if vendor == "amd" else "amd"
+        listing = "nvidia-smi-csv" if other == "nvidia" else "amd-smi-list"
+        if _vendor_present(other):
+            wanted[listing] = SOURCES[listing]
     if vendor is None:
         # Unknown vendor: skip the tools of a vendor that has no trace on this host.
         wanted = {n: s for n, s in wanted.items() if s.vendor is None or _vendor_present(s.vendor)}

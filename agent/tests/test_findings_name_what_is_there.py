@@ -1,0 +1,100 @@
+"""Issue 23 item 4 and issue 28's inventory faults: a finding says what the node has and what the
+pool expects, and its remediation fits the cause and the vendor.
+
+Recordings: the real H200 (healthy-h200), the published 8x MI300X `amd-smi` default view (ROCm/
+amdsmi CHANGELOG, ROCm 7.0.0 — tests/fixtures/published), and every shipped fixture profile.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+from conftest import LOCAL_FIXTURES
+
+from labgpu_agent.checks import check_smoke, run_checks
+from labgpu_agent.collect import facts_from_outputs, fixture_profile_names, load_fixture_profile
+from labgpu_agent.parsers import parse
+from labgpu_agent.profiles import PROFILES, get_profile
+from labgpu_agent.smoke.base import SmokeResult
+
+EIGHT_MI300X = (
+    LOCAL_FIXTURES / "published" / "amd-smi" / "default_8x_mi300x_load_rocm7.0.0_changelog.txt"
+)
+SMOKE = ["matmul", "bandwidth", "sdxl", "llm"]
+# What only the other vendor's remediation would mention.
+FOREIGN = {
+    "nvidia": re.compile(r"amdgpu|amd-smi|rocm|/dev/kfd|renderD|HIP_|ROCR_", re.IGNORECASE),
+    "amd": re.compile(r"nvidia|CUDA_VISIBLE|cuda build|dcgmi", re.IGNORECASE),
+}
+
+
+def checked(fixture: str, profile: str):
+    loaded = load_fixture_profile(fixture)
+    return run_checks(facts_from_outputs(loaded.outputs), get_profile(profile), loaded.smoke, SMOKE)
+
+
+def test_an_mi300x_pool_on_the_h200_says_so_instead_of_modprobe_amdgpu():
+    findings = checked("healthy-h200", "mi300x")
+    assert [(f.id, f.severity) for f in findings] == [("gpu.vendor_mismatch", "fail")]
+    assert findings[0].message == "1× NVIDIA H200; this pool expects AMD MI300X."
+    assert findings[0].evidence["found"] == [
+        {"index": 0, "vendor": "nvidia", "model": "NVIDIA H200"}
+    ]
+
+
+def test_eight_published_mi300x_checked_as_h200x8_name_both_sides():
+    facts = parse("amd-smi-default", EIGHT_MI300X.read_text())
+    assert len(facts.gpus) == 8
+    (finding,) = [f for f in run_checks(facts, get_profile("h200:8")) if f.severity == "fail"]
+    assert finding.id == "gpu.vendor_mismatch"
+    assert finding.message.endswith("; this pool expects 8× NVIDIA H200.")
+    assert finding.message.startswith("8× ")
+
+
+def test_one_gpu_short_says_found_n_minus_1_of_n():
+    """The published eight MI300X with GPU 7 left out (as CUDA_VISIBLE_DEVICES one short would)."""
+    facts = parse("amd-smi-default", EIGHT_MI300X.read_text())
+    assert not [f for f in run_checks(facts, get_profile("mi300x:8")) if f.id == "gpu.count"]
+    short = replace(facts, gpus=[g for g in facts.gpus if g.index != 7])
+    (count,) = [f for f in run_checks(short, get_profile("mi300x:8")) if f.id == "gpu.count"]
+    assert count.message.startswith("Found 7 of 8 GPUs: 7× ")
+    assert count.message.endswith("this pool expects 8× AMD MI300X.")
+    assert (count.evidence["found"], count.evidence["expected"]) == (7, 8)
+
+
+def test_h200x8_on_the_recorded_h200_fails_clearly():
+    (count,) = [f for f in checked("healthy-h200", "h200:8") if f.severity == "fail"]
+    assert count.id == "gpu.count"
+    assert count.message == "Found 1 of 8 GPUs: 1× NVIDIA H200; this pool expects 8× NVIDIA H200."
+
+
+def test_no_gpu_visible_never_says_install_the_smoke_extra():
+    no_gpu = SmokeResult(
+        name="matmul",
+        status="skipped",
+        metric="bf16_tflops",
+        unit="TFLOP/s",
+        reason="PyTorch sees no GPU (torch.cuda.is_available() is False)",
+    )
+    for name in ("h200", "mi300x"):
+        (finding,) = check_smoke([no_gpu], get_profile(name), required=["matmul"])
+        assert "smoke extra" not in finding.remediation
+        assert "sees no GPU" in finding.remediation
+        assert not FOREIGN[get_profile(name).vendor].search(finding.remediation)
+
+
+@pytest.mark.parametrize("fixture", fixture_profile_names())
+@pytest.mark.parametrize("vendor", ["amd", "nvidia"])
+def test_every_finding_code_fits_its_vendor(fixture, vendor):
+    """Every recording, checked as a pool of each vendor: each finding has a remediation, and it
+    names no tool, device node or driver of the other vendor."""
+    profile = next(p for p in PROFILES.values() if p.vendor == vendor)
+    loaded = load_fixture_profile(fixture)
+    findings = run_checks(facts_from_outputs(loaded.outputs), profile, loaded.smoke, SMOKE)
+    for finding in findings:
+        assert finding.remediation, finding.id
+        assert not FOREIGN[vendor].search(finding.remediation), (finding.id, finding.remediation)
+        if finding.id == "gpu.vendor_mismatch":
+            assert len(findings) == 1 or all(f.id.startswith("smoke.") for f in findings[1:])
