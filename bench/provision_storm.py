@@ -26,8 +26,10 @@ What it does (everything on loopback; droplet IPs are TEST-NET addresses nobody 
 
 Bounds: at most 300 bookings (each agent is a ~40 MB Python process while its node lives; the
 bench refuses to start without the memory for them), windows ≤ 120 s, boot 1..900 s. Exit status
-0 when every booking became ready and completed with no duplicate, no orphan, no failed node and
-no 5xx answered by the API; 1 otherwise. The time targets are reported, not asserted.
+0 when every booking was ready by its start + boot + 120 s (a node later than that, stranded in
+`checking`, failed or replaced, counts as failed) and completed, with no duplicate, no orphan, no
+429 that cost a task, the provider's peak under its 250 requests/min and no 5xx answered by the
+API; 1 otherwise. The other time targets are reported, not asserted.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ EMULATOR_TOKEN = "provision-storm-token"
 DO_RATE_PER_MIN, DO_RATE_PER_HOUR = 250, 5000
 HOP_TARGET_P99_S = 2.0
 READY_TARGET_EXTRA_S = 60.0
+# A booking whose node is not ready by its start + boot + this many seconds counts as failed.
+READY_DEADLINE_EXTRA_S = 120.0
 DONE = ("completed", "failed", "cancelled", "expired", "rejected")
 HOPS = [
     ("booking_to_node_request", "booking due → node requested"),
@@ -178,7 +182,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not 0 <= args.hold <= 600:
         p.error("--hold must be 0..600")
     if args.ready_timeout is None:
-        args.ready_timeout = args.window + args.boot + 600
+        # past every booking's deadline (start + boot + 120 s) nothing more counts as ready
+        args.ready_timeout = args.window + args.boot + READY_DEADLINE_EXTRA_S + 30
     if not 1 <= args.web_workers <= 8 or not 1 <= args.celery_workers <= 4:
         p.error("--web-workers 1..8, --celery-workers 1..4")
     if not 1 <= args.labs <= 50 or not 1 <= args.users_per_lab <= 50:
@@ -672,6 +677,26 @@ def summarize(
         for b, v in bookings.items()
         if not any(n["booking"] == b and n["ready"] is not None for n in nodes)
     ]
+    # Ready too late is not ready: a node stranded in `checking` until the report timeout, or one
+    # failed and replaced, leaves its booking failed here whatever happens after the deadline.
+    deadline_s = args.boot + READY_DEADLINE_EXTRA_S
+    first_ready = {}
+    for n in nodes:
+        if n["ready"] is not None:
+            first_ready[n["booking"]] = min(
+                n["ready"], first_ready.get(n["booking"], n["ready"])
+            )
+    not_ready_in_time = sorted(
+        b
+        for b, v in bookings.items()
+        if b not in first_ready or first_ready[b] - v["due"] > deadline_s
+    )
+    # A node with a droplet that never became ready (its booking got a later one, or none).
+    stranded = [
+        {"node": n["id"], "booking": n["booking"], "status": n["status"]}
+        for n in nodes
+        if n["provider_id"] and n["ready"] is None
+    ]
     hops = hop_values(
         bookings,
         nodes,
@@ -716,6 +741,10 @@ def summarize(
             "refused": [m for m in made if m["status"] != 201],
             "became_ready": len(bookings) - len(never_ready),
             "never_ready": never_ready,
+            "ready_deadline_s_after_start": deadline_s,
+            # counted failed: not ready by start + boot + 120 s (never, stranded, or replaced)
+            "failed": len(not_ready_in_time),
+            "not_ready_in_time": not_ready_in_time,
             "final_status": count_by(b["status"] for b in booked),
             "cancel_answers": count_by(str(c["status"]) for c in cancels),
         },
@@ -763,6 +792,7 @@ def summarize(
         },
         "lost_work": {
             "failed_nodes": failed_nodes,
+            "stranded_nodes": stranded,
             "tasks_given_up": gave_up,
             "task_retries": retries,
             "usage_missing_for_nodes": usage_missing,
@@ -803,6 +833,10 @@ def summarize(
     }
     summary["ok"] = (
         not never_ready
+        and not not_ready_in_time
+        and not stranded
+        and peak < DO_RATE_PER_MIN
+        and gave_up == 0
         and not summary["bookings"]["refused"]
         and summary["bookings"]["final_status"].get("completed", 0) == len(bookings)
         and duplicates == 0
@@ -878,7 +912,9 @@ def print_table(s: dict) -> None:
         ("setup", f"{c['web']}; {c['celery']}; {c['settings']}"),
         ("storm", (f"{c['bookings']} bookings starting within {c['window_s']} s, ended within "
                   f"{c['end_window_s']} s; emulated boot {c['boot_s']} s")),
-        ("bookings", f"{b['created_201']} created, {b['became_ready']} ready, final {b['final_status']}"),
+        ("bookings", (f"{b['created_201']} created, {b['became_ready']} ready, {b['failed']} failed "
+                     f"(not ready by start + {b['ready_deadline_s_after_start']:g} s), "
+                     f"{len(w['stranded_nodes'])} stranded nodes, final {b['final_status']}")),
         ("time to all ready", (f"{t['from_last_start']} s after the last start "
                               f"({t['from_first_start']} s after the first); target ≤ "
                               f"{t['target_from_last_start']} s: {'met' if t['met'] else 'MISSED'}"

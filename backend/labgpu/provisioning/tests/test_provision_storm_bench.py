@@ -45,6 +45,7 @@ def test_a_tiny_provision_storm_readies_and_tears_down_every_booking():
     summary = json.loads(result.stdout)
     assert summary["bookings"]["created_201"] == BOOKINGS
     assert summary["bookings"]["final_status"] == {"completed": BOOKINGS}
+    assert summary["bookings"]["failed"] == 0 and summary["lost_work"]["stranded_nodes"] == []
     # The emulator's own counters: one droplet created and deleted per booking, none left.
     assert summary["provider"]["creates"] == BOOKINGS, summary["provider"]
     assert summary["duplicates"] == 0 and summary["orphans_after_teardown"] == []
