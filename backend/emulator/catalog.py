@@ -293,8 +293,11 @@ def is_gpu_size(slug: str) -> bool:
 
 #: Fixture profile of the agent started for a droplet of this size (first matching prefix wins).
 DEFAULT_PROFILES: list[tuple[str, str]] = [
+    ("gpu-mi300x8", "healthy-mi300x8"),
     ("gpu-mi300x", "healthy-mi300x"),
+    # No published MI325X output was found: its sizes replay an MI300X (they fail gpu.model).
     ("gpu-mi325x", "healthy-mi300x"),
+    ("gpu-mi350x8", "healthy-mi350x8"),
     ("gpu-mi350x", "healthy-mi350x"),
     ("gpu-h200", "healthy-h200"),
     ("gpu-h100", "healthy-h100"),

@@ -52,6 +52,9 @@ SOURCES: dict[str, Source] = {
     "amd-smi-metric": Source("amd-smi-metric", "amd", ("amd-smi", "metric", "--json")),
     "amd-smi-list": Source("amd-smi-list", "amd", ("amd-smi", "list", "--json")),
     "amd-smi-version": Source("amd-smi-version", "amd", ("amd-smi", "version")),
+    # `amd-smi monitor -putm`: what AMD's acceptance guides print for whole 8-GPU nodes (the
+    # healthy-*8 profiles replay those); live collection reads the JSON views instead.
+    "amd-smi-monitor": Source("amd-smi-monitor", "amd", ("amd-smi", "monitor", "-putm")),
     "amd-smi-bad-pages": Source("amd-smi-bad-pages", "amd", ("amd-smi", "bad-pages")),
     "amd-smi-xgmi": Source("amd-smi-xgmi", "amd", ("amd-smi", "xgmi", "--link-status")),
     "nvidia-smi-nvlink": Source("nvidia-smi-nvlink", "nvidia", ("nvidia-smi", "nvlink", "-s")),
@@ -197,7 +200,8 @@ def collect_live(vendor: str | None = None) -> dict[str, RawOutput]:
     if vendor is None:
         # Unknown vendor: skip the tools of a vendor that has no trace on this host.
         wanted = {n: s for n, s in wanted.items() if s.vendor is None or _vendor_present(s.vendor)}
-    wanted.pop("nvidia-smi-q", None)  # replay only: the XML is read live
+    for replay_only in ("nvidia-smi-q", "amd-smi-monitor"):
+        wanted.pop(replay_only, None)  # the XML / JSON forms are read live
     if shutil.which("amd-smi"):
         wanted.pop("rocm-smi", None)  # rocm-smi is the fallback for ROCm < 6 only
 
