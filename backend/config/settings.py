@@ -471,7 +471,13 @@ LABGPU_LOG_FORMAT = os.environ.get(
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "labgpu.ops.logging.ContextFilter"}},
+    # `redact` on every handler: no secret in any log line (labgpu.ops.redaction, docs/security.md).
+    # httpx logs each request's URL at INFO (a chat webhook's is its secret): its loggers get the
+    # filter too, so a handler added for them alone still never sees one.
+    "filters": {
+        "context": {"()": "labgpu.ops.logging.ContextFilter"},
+        "redact": {"()": "labgpu.ops.redaction.RedactingFilter"},
+    },
     "formatters": {
         "json": {"()": "labgpu.ops.logging.JsonFormatter"},
         "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
@@ -479,12 +485,16 @@ LOGGING = {
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "filters": ["context"],
+            "filters": ["context", "redact"],
             "formatter": "json" if LABGPU_LOG_FORMAT == "json" else "text",
         }
     },
     "root": {"handlers": ["console"], "level": os.environ.get("LABGPU_LOG_LEVEL", "INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        "httpx": {"filters": ["redact"]},
+        "httpcore": {"filters": ["redact"]},
+    },
 }
 # Celery would otherwise replace the root logger's handlers with its own plain-text ones.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -1,8 +1,9 @@
 """gunicorn hooks, loaded by backend/gunicorn.conf.py (gunicorn reads ./gunicorn.conf.py from its
 working directory: backend/ under `make run`, /app in the image and in docker-compose.yml).
 
-- RedactingLogger: secrets in URLs (calendar feed secrets, `lgf_…`) and bearer tokens never reach
-  the access log, whatever `access_log_format` says: every atom is redacted before formatting.
+- RedactingLogger: secrets in URLs (calendar feed secrets, `lgf_…`, OIDC `code`/`state`, chat
+  webhook tokens) and credentials never reach the access log, whatever `access_log_format` says:
+  every atom is redacted before formatting (labgpu.ops.redaction).
 - JSON error pages: the errors gunicorn answers itself, before Django sees the request (a request
   line over `limit_request_line` → 414, bad header characters → 400, headers too large → 431),
   use the API's one error shape `{"message", "code", "extra"}` instead of gunicorn's HTML page.
@@ -13,31 +14,22 @@ Nothing here imports Django: the master process loads it before the application.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from gunicorn import glogging, util
 
-# A feed URL is /api/v1/feeds/lgf_<prefix>_<secret>.ics: keep the prefix, which the owner sees in
-# the app, so a log line still says which feed was fetched.
-_FEED_SECRET = re.compile(r"(lgf_[0-9a-f]{1,16})_[A-Za-z0-9_\-]+")
-_API_TOKEN = re.compile(r"(lgp_[0-9a-f]{1,16})_[A-Za-z0-9_\-]+")
-# Invitation links (/invite/lgi_<prefix>_<secret>, labgpu.invitations) are opened by the SPA route.
-_INVITATION = re.compile(r"(lgi_[0-9a-f]{1,16})_[A-Za-z0-9_\-]+")
-# E-mail verification links (/verify-email/lgv_<prefix>_<secret>, labgpu.accounts.emails) too.
-_EMAIL_VERIFICATION = re.compile(r"(lgv_[0-9a-f]{1,16})_[A-Za-z0-9_\-]+")
-_BEARER = re.compile(r"(?i)(bearer\s+)\S+")
-
-
-def redact(text: str) -> str:
-    text = _FEED_SECRET.sub(r"\1_[redacted]", text)
-    text = _API_TOKEN.sub(r"\1_[redacted]", text)
-    text = _INVITATION.sub(r"\1_[redacted]", text)
-    text = _EMAIL_VERIFICATION.sub(r"\1_[redacted]", text)
-    return _BEARER.sub(r"\1[redacted]", text)
+from labgpu.ops.redaction import RedactingFilter, redact
 
 
 class RedactingLogger(glogging.Logger):
+    """Access lines redacted atom by atom (labgpu.ops.redaction), error-log lines by its filter."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.addFilter(RedactingFilter())
+
     def atoms(self, resp: Any, req: Any, environ: dict, request_time: Any) -> dict:
         atoms = super().atoms(resp, req, environ, request_time)
         return {

@@ -40,7 +40,8 @@ class JsonFormatter(logging.Formatter):
             if key not in _STANDARD and not key.startswith("_") and value is not None:
                 entry[key] = value
         if record.exc_info:
-            entry["exc_info"] = self.formatException(record.exc_info)
+            # exc_text when a filter set it (labgpu.ops.redaction redacts the traceback).
+            entry["exc_info"] = record.exc_text or self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack_info"] = self.formatStack(record.stack_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
