@@ -1,28 +1,19 @@
-import base64
-import binascii
 import hashlib
 import secrets
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
+from django.utils.translation import gettext_lazy as _
 
 from labgpu.accounts.models import ApiToken, Lab, Membership, SshKey, User
 from labgpu.audit.services import audit_record
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.rows import JoinedRows
 from labgpu.core.timeutils import now
+from labgpu.providers.ssh_keys import InvalidSshKey, parse_ssh_public_key
 
 TOKEN_PREFIX = "lgp_"
-SSH_KEY_TYPES = {
-    "ssh-ed25519",
-    "ssh-rsa",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "sk-ssh-ed25519@openssh.com",
-    "sk-ecdsa-sha2-nistp256@openssh.com",
-}
 
 
 def hash_token(raw: str) -> str:
@@ -94,35 +85,36 @@ def token_authenticate(raw: str) -> ApiToken | None:
     return token
 
 
-def ssh_fingerprint(public_key: str) -> str:
-    """SHA256 fingerprint as `ssh-keygen -lf` prints it; rejects anything that is not a key."""
-    parts = public_key.strip().split()
-    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
-        raise ApplicationError(
-            "Not an OpenSSH public key (expected e.g. 'ssh-ed25519 AAAA… comment').",
-            code="invalid_ssh_key",
-            field="public_key",
-        )
-    try:
-        blob = base64.b64decode(parts[1], validate=True)
-    except (binascii.Error, ValueError):
-        raise ApplicationError(
-            "The key's base64 body is damaged.", code="invalid_ssh_key", field="public_key"
-        ) from None
-    if not blob[4:].startswith(parts[0].encode()):
-        raise ApplicationError(
-            "The key's body does not match its type.", code="invalid_ssh_key", field="public_key"
-        )
-    digest = base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
-    return f"SHA256:{digest}"
+# What a person reads when their key is refused, by the parser's rule (labgpu.providers.ssh_keys).
+SSH_KEY_ERRORS = {
+    "ssh_key_not_one_line": _(
+        "Paste one key on one line: line breaks and control characters are not allowed (add "
+        "each key as its own entry)."
+    ),
+    "ssh_key_options": _(
+        "authorized_keys options (command=, from=, …) are not accepted: paste only the key, "
+        "starting with its type."
+    ),
+    "invalid_ssh_key": _(
+        "Not an OpenSSH public key, or its body is damaged (expected e.g. 'ssh-ed25519 AAAA… "
+        "comment')."
+    ),
+}
 
 
 def ssh_key_add(*, user: User, name: str, public_key: str) -> SshKey:
-    fingerprint = ssh_fingerprint(public_key)
+    """Add one public key; it is stored as the line rebuilt from the parsed key (type, body,
+    comment), which is what goes into `authorized_keys` on the user's nodes."""
+    try:
+        key = parse_ssh_public_key(public_key)
+    except InvalidSshKey as error:
+        raise ApplicationError(
+            SSH_KEY_ERRORS[error.code], code=error.code, field="public_key"
+        ) from None
     try:
         with transaction.atomic():
             return SshKey.objects.create(
-                user=user, name=name, public_key=public_key.strip(), fingerprint=fingerprint
+                user=user, name=name, public_key=key.line, fingerprint=key.fingerprint
             )
     except IntegrityError:
         raise Conflict(

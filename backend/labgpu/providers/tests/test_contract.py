@@ -24,6 +24,7 @@ from labgpu.providers import (
     create_or_adopt,
 )
 from labgpu.providers.cloudinit import render_user_data
+from labgpu.providers.tests.ssh_fixtures import ED25519
 
 pytestmark = pytest.mark.slow  # a live emulator subprocess (see pyproject markers)
 
@@ -52,7 +53,7 @@ def test_driver_requests_and_emulator_responses_follow_the_digitalocean_contract
     user_data = render_user_data(
         api_url="http://127.0.0.1:8000",
         bootstrap_token="bootstrap-abcdef123456",
-        ssh_authorized_keys=["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests alice@lab"],
+        ssh_authorized_keys=[ED25519],
     )
     emulator.configure(max_per_page=3, boot_delay_s=60)
 
