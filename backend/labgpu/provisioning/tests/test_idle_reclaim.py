@@ -99,21 +99,23 @@ def test_the_h100_demo_type_boots_ready_on_an_h100_recording_and_is_warned_idle(
     gpu-h100x1-80gb) boots through the emulator, whose agent replays `healthy-h100` — a published
     capture of a real H100 — so the gate passes (it failed on the H200 recording: "is a NVIDIA
     H200, not the H100"), the booking becomes ready and the idle tag gets it warned."""
+    from labgpu.demo.management.commands.seed_demo import IDLE_DEMO_POOL, INSTANCE_TYPES, POOLS
     from labgpu.health.models import HealthReport
     from labgpu.provisioning.services.nodes import booking_tag
 
     settings.LABGPU_UTILISATION_SAMPLE_MIN_S = 0
+    # The idle demo pool's instance type, as seed_demo defines it.
+    (pool,) = [p for p in POOLS if p["slug"] == IDLE_DEMO_POOL]
+    (demo,) = [t for t in INSTANCE_TYPES if t["slug"] == pool["type"]]
+    assert demo["agent_profile"] == "h100"
     instance_type = lifecycle.pool.instance_type
-    instance_type.agent_profile, instance_type.provider_size = "h100", "gpu-h100x1-80gb"
-    instance_type.image, instance_type.gpu_vendor, instance_type.gpu_model = (
-        "gpu-h100x1-base",
-        "nvidia",
-        "H100",
-    )
+    for name in ("agent_profile", "provider_size", "image", "gpu_vendor", "gpu_model"):
+        setattr(instance_type, name, demo[name])
+    lifecycle.pool.region = pool["region"]
     instance_type.save()
     lifecycle.pool.idle_reclaim_minutes = 6  # 3 s
     lifecycle.pool.idle_grace_minutes = 1440
-    lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes"])
+    lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes", "region"])
     booking_id = create_booking(alice, lifecycle.pool)
     lifecycle.emulator.set_faults(idle_after={booking_tag(booking_id): 2})
     lifecycle.start_worker(LABGPU_IDLE_MINUTE_S="0.5")
