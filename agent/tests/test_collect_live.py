@@ -46,3 +46,19 @@ def test_live_collection_on_an_nvidia_node_reads_every_tool(tmp_path, monkeypatc
     # On this test machine the device nodes do not exist, which the checks must say.
     found = {f.id for f in run_checks(facts, get_profile("h200"))}
     assert "devices.missing" in found and "gpu.count" not in found
+
+
+def test_an_amd_profile_on_an_nvidia_node_reports_the_nvidia_gpu(tmp_path, monkeypatch):
+    """Issue 23 item 4, live: an MI300X pool's agent on the recorded H200 (nvidia-smi the only
+    GPU tool on PATH) lists the NVIDIA GPU and says so, instead of "modprobe amdgpu"."""
+    csv = PROFILE_DIR / "nvidia-smi-query.csv"
+    fake_tool(tmp_path, "nvidia-smi", f'cat "{csv}"\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+
+    outputs = collect_live("amd")
+    assert outputs["nvidia-smi-csv"].text  # the other vendor's listing, since its tool is there
+    assert "nvidia-smi-xml" not in outputs
+    findings = run_checks(facts_from_outputs(outputs), get_profile("mi300x"))
+    assert [(f.id, f.message) for f in findings] == [
+        ("gpu.vendor_mismatch", "1× NVIDIA H200; this pool expects AMD MI300X.")
+    ]
