@@ -1,8 +1,9 @@
 """The HTTP surface: DigitalOcean's API subset under /v2, the admin API under /_emulator.
 
-Every /v2 request goes through `_api()`: bearer auth, the per-token rate limits (DigitalOcean's two:
-250/minute burst and 5,000/hour; the `ratelimit-*` headers on every answer describe the hourly
-one), injected faults, then the operation. Errors use DigitalOcean's body
+Every /v2 request goes through `_api()`: the per-token rate limits (DigitalOcean's two: 250/minute
+burst and 5,000/hour; the `ratelimit-*` headers on every answer, 401s included, describe the hourly
+one, but a burst 429 shows `ratelimit-remaining: 0`), bearer auth, injected faults, then the
+operation. Errors use DigitalOcean's body
 `{"id", "message", "request_id"}`.
 """
 
@@ -219,25 +220,31 @@ class Emulator:
             body = await request.json()
         except ValueError as exc:
             raise ApiError(400, "bad_request", "The request body is not valid JSON.") from exc
-        droplet = self.store.create(
-            body, boot_delay_s=self.settings.boot_delay_s, ip_delay_s=self.settings.ip_delay_s
-        )
-        self.counters.creates += 1
-        self.store.save()
-        action_id = droplet.create_action_id
-        logger.info("created droplet %s (%s, %s)", droplet.id, droplet.name, droplet.size_slug)
-        return 202, {
-            "droplet": self.store.to_api(droplet),
-            "links": {
-                "actions": [
-                    {
-                        "id": action_id,
-                        "rel": "create",
-                        "href": f"{self.base_url(request)}/v2/actions/{action_id}",
-                    }
-                ]
-            },
+        timing = {
+            "boot_delay_s": self.settings.boot_delay_s,
+            "ip_delay_s": self.settings.ip_delay_s,
         }
+        if isinstance(body, dict) and "names" in body:
+            droplets = self.store.create_many(body, **timing)
+        else:
+            droplets = [self.store.create(body, **timing)]
+        self.counters.creates += len(droplets)
+        self.store.save()
+        for droplet in droplets:
+            logger.info("created droplet %s (%s, %s)", droplet.id, droplet.name, droplet.size_slug)
+        links = {
+            "actions": [
+                {
+                    "id": d.create_action_id,
+                    "rel": "create",
+                    "href": f"{self.base_url(request)}/v2/actions/{d.create_action_id}",
+                }
+                for d in droplets
+            ]
+        }
+        if isinstance(body, dict) and "names" in body:
+            return 202, {"droplets": [self.store.to_api(d) for d in droplets], "links": links}
+        return 202, {"droplet": self.store.to_api(droplets[0]), "links": links}
 
     def _droplet_id(self, request: Request) -> int:
         try:
@@ -295,6 +302,33 @@ class Emulator:
         except ValueError as exc:
             raise not_found() from exc
         return 200, {"action": self.store.action_json(self.store.get_action(action_id))}
+
+    async def list_actions(self, request: Request) -> tuple[int, Any]:
+        now = time.time()
+        items = [self.store.action_json(a, now) for a in self.store.all_actions()]
+        return 200, self.paginate(request, items, "actions", {})
+
+    async def list_images(self, request: Request) -> tuple[int, Any]:
+        """Public images only (the account has no private or tagged ones); `type=distribution`
+        keeps the OS images (all of ours: `type: base`), `type=application` has none."""
+        q = request.query_params
+        kind, private, tag = q.get("type"), q.get("private"), q.get("tag_name")
+        images = list(catalog.IMAGES)
+        if kind == "application" or private == "true" or tag:
+            images = []
+        extra = {k: v for k, v in (("type", kind), ("private", private), ("tag_name", tag)) if v}
+        items = [catalog.image_json(image) for image in images]
+        return 200, self.paginate(request, items, "images", extra)
+
+    async def get_image(self, request: Request) -> tuple[int, Any]:
+        """By id or, for public images, by slug (the spec's images_get `image_id`)."""
+        image = catalog.find_image(str(request.path_params["image_id"]))
+        if image is None:
+            raise not_found()
+        return 200, {"image": catalog.image_json(image)}
+
+    async def get_ssh_key(self, request: Request) -> tuple[int, Any]:
+        return 200, {"ssh_key": self.store.get_ssh_key(str(request.path_params["key"]))}
 
     async def list_sizes(self, request: Request) -> tuple[int, Any]:
         sizes = [
@@ -437,19 +471,21 @@ class Emulator:
 
         auth = request.headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        if not token or (self.settings.tokens and token not in self.settings.tokens):
-            return self._respond(
-                401,
-                {"id": "unauthorized", "message": "Unable to authenticate you"},
-                headers,
-                request_id,
-            )
+        authorized = bool(token) and (not self.settings.tokens or token in self.settings.tokens)
 
-        key = hashlib.sha256(token.encode()).hexdigest()
+        # Every answer carries the ratelimit-* headers, 401s included (the spec's `unauthorized`
+        # response lists them); a refused request counts against what it presented: its token,
+        # else the client's address.
+        client = request.client.host if request.client else ""
+        key = hashlib.sha256((token or f"anonymous:{client}").encode()).hexdigest()
         burst = (self.settings.rate_limit, self.settings.rate_window_s)
         hourly = (self.settings.rate_limit_hourly, self.settings.rate_window_hourly_s)
         blocked, status = self.limiter.check(key, [burst, hourly], now)
         remaining, reset = status[1]
+        if blocked == 0:
+            # DigitalOcean's "Sample Rate Limit Headers When Burst Limit is Reached":
+            # `ratelimit-remaining: 0` beside `retry-after`, whatever the hour has left
+            remaining = 0
         headers.update(
             {
                 "ratelimit-limit": str(self.settings.rate_limit_hourly),
@@ -457,6 +493,13 @@ class Emulator:
                 "ratelimit-reset": str(math.ceil(reset)),
             }
         )
+        if not authorized:
+            return self._respond(
+                401,
+                {"id": "unauthorized", "message": "Unable to authenticate you"},
+                headers,
+                request_id,
+            )
         if blocked is not None:
             self.counters.rate_limited += 1
             if blocked == 0:
@@ -755,12 +798,16 @@ def create_app(settings: EmulatorSettings) -> Starlette:
             GET=("dropletActions_list", emu.list_droplet_actions),
             POST=("dropletActions_post", emu.post_droplet_action),
         ),
+        route("/v2/actions", GET=("actions_list", emu.list_actions)),
         route("/v2/actions/{action_id}", GET=("actions_get", emu.get_action)),
         route(
             "/v2/account/keys",
             GET=("sshKeys_list", emu.list_ssh_keys),
             POST=("sshKeys_create", emu.create_ssh_key),
         ),
+        route("/v2/account/keys/{key}", GET=("sshKeys_get", emu.get_ssh_key)),
+        route("/v2/images", GET=("images_list", emu.list_images)),
+        route("/v2/images/{image_id}", GET=("images_get", emu.get_image)),
         route("/v2/sizes", GET=("sizes_list", emu.list_sizes)),
         route("/v2/regions", GET=("regions_list", emu.list_regions)),
         route("/v2/account", GET=("account_get", emu.get_account)),

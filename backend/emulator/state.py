@@ -82,6 +82,8 @@ def unprocessable(message: str, **attributes: Any) -> ApiError:
 #: DigitalOcean's own words (seen in API answers quoted by packer, terraform and doctl issues).
 PENDING_EVENT = "Droplet already has a pending event."
 SIZE_UNAVAILABLE = "Size is not available in this region."
+#: the spec's droplets_create: "Up to ten Droplets may be created this way at a time."
+MAX_NAMES_PER_CREATE = 10
 INVALID_IMAGE = "You specified an invalid image for Droplet creation."
 
 
@@ -430,6 +432,13 @@ class Store:
         self.dirty = True
         return key
 
+    def get_ssh_key(self, ref: str) -> dict[str, Any]:
+        """`GET /v2/account/keys/{id or fingerprint}`."""
+        for key in self.ssh_keys.values():
+            if ref == str(key["id"]) or ref == key["fingerprint"]:
+                return key
+        raise not_found()
+
     def _known_key(self, ref: Any) -> bool:
         if isinstance(ref, bool):
             return False
@@ -487,6 +496,18 @@ class Store:
             "region_slug": action["region"],
         }
 
+    def has_running_action(self, droplet_id: int, now: float | None = None) -> bool:
+        return any(
+            a["droplet_id"] == droplet_id
+            and a.get("resource_type", "droplet") == "droplet"
+            and self.action_status(a, now) == "in-progress"
+            for a in self.actions.values()
+        )
+
+    def all_actions(self) -> list[dict[str, Any]]:
+        """`GET /v2/actions`: every action on the account, newest first."""
+        return sorted(self.actions.values(), key=lambda a: -int(a["id"]))
+
     def get_action(self, action_id: int) -> dict[str, Any]:
         action = self.actions.get(action_id)
         if action is None:
@@ -513,10 +534,6 @@ class Store:
         now = time.time() if now is None else now
         if not isinstance(body, dict):
             raise ApiError(400, "bad_request", "The request body must be a JSON object.")
-        if "names" in body:
-            raise unprocessable(
-                "Creating several droplets at once is not supported by the emulator."
-            )
         name = body.get("name")
         if not isinstance(name, str) or len(name) > 255 or not _NAME_RE.match(name):
             raise unprocessable("Name is invalid: only letters, numbers, '.' and '-' are allowed.")
@@ -618,6 +635,42 @@ class Store:
         }
         self.dirty = True
         return droplet
+
+    def create_many(
+        self, body: dict[str, Any], *, boot_delay_s: float, ip_delay_s: float
+    ) -> list[EmuDroplet]:
+        """`POST /v2/droplets` with `names`: "Up to ten Droplets may be created this way at a time"
+        (the spec's droplets_create). All or none: a name that fails undoes the ones before it."""
+        names = body.get("names")
+        if "name" in body:
+            raise unprocessable("Send either name or names, not both.")
+        if not isinstance(names, list) or not 1 <= len(names) <= MAX_NAMES_PER_CREATE:
+            raise unprocessable(f"names must list 1 to {MAX_NAMES_PER_CREATE} droplet names.")
+        if body.get("volumes"):
+            # a volume attaches to one droplet only (the spec's volume prose)
+            raise unprocessable("Volumes cannot be attached when creating several droplets.")
+        made: list[EmuDroplet] = []
+        try:
+            for name in names:
+                single = {k: v for k, v in body.items() if k != "names"}
+                made.append(
+                    self.create(
+                        {**single, "name": name}, boot_delay_s=boot_delay_s, ip_delay_s=ip_delay_s
+                    )
+                )
+        except ApiError:
+            for droplet in made:
+                self._discard(droplet)
+            raise
+        return made
+
+    def _discard(self, droplet: EmuDroplet) -> None:
+        """Undo a create within the same request, as if it never happened."""
+        self.droplets.pop(droplet.id, None)
+        self.ledger.pop(droplet.id, None)
+        self.actions.pop(droplet.create_action_id or 0, None)
+        self._return_stock(droplet)
+        self.dirty = True
 
     def _gone(self, droplet: EmuDroplet, at: float) -> None:
         # a destroyed droplet lets go of its volumes (they survive it, detached)
@@ -773,10 +826,10 @@ class Store:
             "vcpus": size["vcpus"],
             "disk": size["disk"],
             "disk_info": size["disk_info"],
-            # Always false, also while the create event is pending: DigitalOcean keeps `locked`
-            # for administrative locks and says so (digitalocean/droplet_kit#218, 2020); a
-            # client learns of a pending event from the action or from a DELETE's 422.
-            "locked": False,
+            # True while an action on the droplet runs (its create event included): the spec's
+            # "Droplet Actions" tag: "If a Droplet action is uncompleted … the locked attribute
+            # of the Droplet will be true" (docs/providers.md weighs droplet_kit#218 against it).
+            "locked": self.has_running_action(droplet.id, now),
             "status": droplet.status,
             "kernel": None,
             "created_at": iso(droplet.created_at),

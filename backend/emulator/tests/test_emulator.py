@@ -66,9 +66,10 @@ def test_headers_describe_the_hourly_quota_and_the_burst_limit_429s_with_retry_a
 
     assert [a.status_code for a in answers] == [200, 200, 200, 429]
     # DigitalOcean: limit and remaining are the hourly quota's, reset is when the oldest request
-    # of that hour expires (the contract's header descriptions)
+    # of that hour expires (the contract's header descriptions); the burst 429 shows remaining 0
+    # ("Sample Rate Limit Headers When Burst Limit is Reached", the API reference's introduction)
     assert {a.headers["ratelimit-limit"] for a in answers} == {"5000"}
-    assert [a.headers["ratelimit-remaining"] for a in answers] == ["4999", "4998", "4997", "4997"]
+    assert [a.headers["ratelimit-remaining"] for a in answers] == ["4999", "4998", "4997", "0"]
     assert all(started + 3599 <= int(a.headers["ratelimit-reset"]) for a in answers)
     assert all(int(a.headers["ratelimit-reset"]) <= time.time() + 3601 for a in answers)
     assert answers[3].json()["id"] == "too_many_requests"
@@ -363,8 +364,8 @@ def test_a_new_droplet_has_a_pending_create_event_during_which_delete_answers_42
     assert refused.json()["message"] == "Droplet already has a pending event."
     assert [a["id"] for a in listed] == [link["id"]]
     assert [d["id"] for d in emulator.droplets()] == [droplet["id"]]  # nothing was deleted
-    # `locked` stays false: DigitalOcean reserves it for administrative locks
-    assert droplet["status"] == "new" and droplet["locked"] is False
+    # `locked` while the create event runs (the spec's "Droplet Actions" tag description)
+    assert droplet["status"] == "new" and droplet["locked"] is True
 
 
 def test_the_create_event_completes_when_the_droplet_boots_and_delete_then_works(emulator, api):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import random
 import threading
 import time
@@ -67,7 +68,14 @@ def _parse_headers(headers: Mapping[str, str]) -> tuple[int | None, int | None, 
             return None
 
     reset = as_int("ratelimit-reset")
-    return as_int("ratelimit-limit"), as_int("ratelimit-remaining"), float(reset) if reset else None
+    remaining = as_int("ratelimit-remaining")
+    retry_after = as_int("retry-after")
+    if remaining == 0 and retry_after is not None:
+        # A burst-limit 429 shows remaining 0 beside retry-after (DigitalOcean's sample headers)
+        # while `ratelimit-reset` stays the hourly window's: the zero lasts only retry-after.
+        burst_over = time.time() + retry_after
+        reset = math.ceil(min(reset, burst_over) if reset else burst_over)
+    return as_int("ratelimit-limit"), remaining, float(reset) if reset else None
 
 
 # KEYS: one sorted set per window, then the hash of observed provider headers.

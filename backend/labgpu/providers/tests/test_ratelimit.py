@@ -1,10 +1,11 @@
-"""The request budget shared through Redis (db 15 on localhost; skipped when Redis is absent)."""
+"""The request budget shared through Redis (a throwaway server of the run's, `shared_redis`)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+import httpx
 import pytest
 
 from labgpu.providers import ProviderRateLimited
@@ -117,6 +118,32 @@ def test_providers_remaining_zero_makes_every_worker_wait_for_the_reset(
     assert excinfo.value.retry_after is not None and excinfo.value.retry_after > 15
     snapshot = other_worker.snapshot()
     assert (snapshot.limit, snapshot.remaining, snapshot.reset_at) == (5000, 0, float(reset))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shared", [True, False], ids=["redis", "local"])
+def test_a_burst_429s_remaining_zero_holds_the_budget_for_retry_after_not_the_hour(
+    emulator, redis_client, budget_prefix, shared
+):
+    """DigitalOcean's burst 429 says `ratelimit-remaining: 0` with `retry-after` while
+    `ratelimit-reset` is the hour's oldest request: the zero must not hold every worker an hour."""
+    emulator.configure(rate_limit=1, rate_window_s=2.0)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    assert httpx.get(f"{emulator.url}/v2/sizes", headers=headers).status_code == 200
+    refused = httpx.get(f"{emulator.url}/v2/sizes", headers=headers)
+    assert refused.status_code == 429 and refused.headers["ratelimit-remaining"] == "0"
+    assert int(refused.headers["ratelimit-reset"]) > time.time() + 3000  # the hourly window's
+    budget = (
+        RedisRequestBudget(redis_client, TOKEN, key_prefix=budget_prefix, max_wait_s=0.1)
+        if shared
+        else LocalRequestBudget(max_wait_s=0.1)
+    )
+
+    budget.observe(refused.headers)
+
+    with pytest.raises(BudgetExhausted) as excinfo:
+        budget.acquire()
+    assert 0 < (excinfo.value.retry_after or 0) <= int(refused.headers["retry-after"]) + 1
 
 
 def test_the_providers_remaining_quota_is_counted_down_by_every_worker(redis_client, budget_prefix):
