@@ -24,6 +24,7 @@ GROUP_TYPES = {
     "activeDirectory": ("ActiveDirectoryGroupType", "(objectClass=group)"),
     "nestedActiveDirectory": ("NestedActiveDirectoryGroupType", "(objectClass=group)"),
 }
+USER_ATTRLIST = ["*", "entryUUID", "objectGUID"]
 DEFAULT_ATTR_MAP = "first_name=givenName,last_name=sn,email=mail"
 
 
@@ -76,6 +77,9 @@ def ldap_settings(environ: Mapping[str, str]) -> dict[str, Any]:
         "AUTH_LDAP_USER_ATTR_MAP": _attr_map(environ.get("LABGPU_LDAP_ATTR_MAP", DEFAULT_ATTR_MAP)),
         # The directory is the source of truth for names and e-mail: refresh them at each login.
         "AUTH_LDAP_ALWAYS_UPDATE_USER": True,
+        # The entry's own identity (operational attributes, returned only when asked for):
+        # accounts are bound by it, never by a username (labgpu.directory.ldap_client).
+        "AUTH_LDAP_USER_ATTRLIST": USER_ATTRLIST,
         # Lab membership comes from groups through labgpu.sso's mappings, not Django groups.
         "AUTH_LDAP_MIRROR_GROUPS": False,
         "AUTH_LDAP_FIND_GROUP_PERMS": False,
@@ -88,6 +92,7 @@ def ldap_settings(environ: Mapping[str, str]) -> dict[str, Any]:
             search_base,
             ldap.SCOPE_SUBTREE,
             environ.get("LABGPU_LDAP_USER_SEARCH_FILTER", "(uid=%(user)s)"),
+            attrlist=USER_ATTRLIST,
         )
     elif template:
         result["AUTH_LDAP_USER_DN_TEMPLATE"] = template

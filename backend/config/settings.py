@@ -140,6 +140,14 @@ LABGPU_OIDC_USERNAME_CLAIM = os.environ.get("LABGPU_OIDC_USERNAME_CLAIM", "prefe
 LABGPU_OIDC_EMAIL_CLAIM = os.environ.get("LABGPU_OIDC_EMAIL_CLAIM", "email")
 # Empty: memberships are not synchronised from OIDC (GroupMapping, labgpu.sso.services).
 LABGPU_OIDC_GROUPS_CLAIM = os.environ.get("LABGPU_OIDC_GROUPS_CLAIM", "")
+# Groups claim values (exact, of LABGPU_OIDC_ISSUER) whose members are site admins. Site-admin
+# groups are set here only, never in the database (docs/security.md "Group mappings").
+LABGPU_OIDC_SITE_ADMIN_GROUPS = env_list("LABGPU_OIDC_SITE_ADMIN_GROUPS", "")
+# Verified-e-mail adoption (docs/security.md "Account linking"): off while empty; else the
+# e-mail domains whose provider-verified addresses may adopt an existing (non-site-admin) account.
+LABGPU_OIDC_ADOPT_VERIFIED_EMAIL_DOMAINS = [
+    domain.lower() for domain in env_list("LABGPU_OIDC_ADOPT_VERIFIED_EMAIL_DOMAINS", "")
+]
 LABGPU_OIDC_POST_LOGOUT_PATH = "/login"
 OIDC_USE_PKCE = True
 OIDC_USE_NONCE = True
@@ -167,6 +175,17 @@ if os.environ.get("LABGPU_LDAP_SERVER_URI"):
 # or a sync) for LABGPU_LDAP_SYNC_MAX_AGE_S; it re-enqueues itself while more are due.
 LABGPU_LDAP_SYNC_BATCH = int(os.environ.get("LABGPU_LDAP_SYNC_BATCH", "200"))
 LABGPU_LDAP_SYNC_MAX_AGE_S = int(os.environ.get("LABGPU_LDAP_SYNC_MAX_AGE_S", "3600"))
+# Full DNs of the LDAP groups whose members are site admins (';'-separated: DNs hold commas).
+LABGPU_LDAP_SITE_ADMIN_GROUP_DNS = [
+    dn.strip()
+    for dn in os.environ.get("LABGPU_LDAP_SITE_ADMIN_GROUP_DNS", "").split(";")
+    if dn.strip()
+]
+# Names the directory in DirectoryAccount rows (by default its server URI); keep it when the URI
+# changes (ldap:// to ldaps://), or every person's next sign-in would make a new account.
+LABGPU_LDAP_DIRECTORY_ID = os.environ.get(
+    "LABGPU_LDAP_DIRECTORY_ID", os.environ.get("LABGPU_LDAP_SERVER_URI", "")
+).strip()
 # --- end LDAP
 
 # --- Cache (throttling, idempotency hints) ------------------------------------------------------
@@ -271,6 +290,7 @@ SPECTACULAR_SETTINGS = {
         "FeedKindEnum": "labgpu.feeds.models.CalendarFeed.Kind",
         "InvitationStatusEnum": "labgpu.invitations.models.Invitation.Status",
         "GroupMappingRoleEnum": "labgpu.sso.models.GroupMapping.Role",
+        "GroupMappingSourceEnum": "labgpu.sso.models.GroupMapping.Source",
         "ChatChannelKindEnum": "labgpu.chat.models.ChatChannel.Kind",
         "ChatDeliveryStatusEnum": "labgpu.chat.models.ChatDelivery.Status",
     },

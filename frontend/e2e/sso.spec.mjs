@@ -12,11 +12,13 @@ const ISSUER = process.env.E2E_OIDC_ISSUER
 describe('single sign-on with OpenID Connect', { skip: ISSUER ? false : 'no test OpenID Provider (Node missing)' }, () => {
   const { browser } = useBrowser()
   before(async () => {
-    // Carol (site admin) maps the directory group dana is in to the vision lab.
+    // Carol (site admin) maps the groups-claim value dana has to the vision lab: an OIDC mapping
+    // (of the configured issuer, compared exactly; issue 22).
     const carol = await signIn(browser, 'carol')
     const labs = (await apiCall(carol.context, 'GET', '/api/v1/labs/')).body.results
     const vision = labs.find((l) => l.slug === 'vision')
     const made = await apiCall(carol.context, 'POST', '/api/v1/sso/group-mappings/', {
+      source: 'oidc',
       group: 'vision-members',
       lab: vision.id,
       role: 'member',

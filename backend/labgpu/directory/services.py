@@ -12,7 +12,12 @@ from django.db import transaction
 from labgpu.accounts.models import User
 from labgpu.audit.services import audit_record
 from labgpu.core.timeutils import now
-from labgpu.directory.ldap_client import DirectoryEntry, DirectoryReader, DirectoryUnavailable
+from labgpu.directory.ldap_client import (
+    DirectoryEntry,
+    DirectoryReader,
+    DirectoryUnavailable,
+    directory_id,
+)
 from labgpu.directory.models import DirectoryAccount
 from labgpu.sso.services import sync_memberships
 
@@ -28,13 +33,31 @@ def _sync_memberships(*, user: User, groups: set[str]) -> None:
 
 
 @transaction.atomic
-def directory_account_seen(*, user: User, dn: str, groups: set[str]) -> DirectoryAccount:
+def directory_account_seen(
+    *, user: User, dn: str, groups: set[str], entry_uuid: str = "", login_name: str = ""
+) -> DirectoryAccount:
     """Record that the directory knows `user` (a sign-in or a sync found them): remember their
-    DN and groups, reactivate them if a sync had deactivated them, sync their memberships."""
+    entry's identity, DN, login name and groups, reactivate them if a sync had deactivated them,
+    sync their memberships."""
     moment = now()
     account, created = DirectoryAccount.objects.select_for_update().get_or_create(
-        user=user, defaults={"dn": dn, "groups": sorted(groups), "last_synced_at": moment}
+        user=user,
+        defaults={
+            "directory": directory_id(),
+            "dn": dn,
+            "entry_uuid": entry_uuid,
+            "login_name": login_name or user.username,
+            "groups": sorted(groups),
+            "last_synced_at": moment,
+        },
     )
+    if created:
+        audit_record(
+            actor=None,
+            action="user.directory_create",
+            target=user,
+            data={"user": user.username, "dn": dn, "entry_uuid": entry_uuid},
+        )
     # Only the sync's own deactivation is undone; a site admin's stays.
     if account.deactivated_at is not None and User.objects.filter(
         pk=user.pk, is_active=False
@@ -48,9 +71,20 @@ def directory_account_seen(*, user: User, dn: str, groups: set[str]) -> Director
         )
     if not created:
         account.dn, account.groups, account.last_synced_at = dn, sorted(groups), moment
+        # A row made by DN (before issue 22, or pre-linked) is bound to the entry from now on.
+        account.entry_uuid = account.entry_uuid or entry_uuid
+        account.login_name = login_name or account.login_name
         account.deactivated_at = None
         account.save(
-            update_fields=["dn", "groups", "last_synced_at", "deactivated_at", "updated_at"]
+            update_fields=[
+                "dn",
+                "entry_uuid",
+                "login_name",
+                "groups",
+                "last_synced_at",
+                "deactivated_at",
+                "updated_at",
+            ]
         )
     _sync_memberships(user=user, groups=groups)
     return account
@@ -99,12 +133,20 @@ def directory_resync_batch(*, limit: int | None = None) -> ResyncResult:
     result.more = len(due) > limit
     reader = DirectoryReader()
     for account in due[:limit]:
-        entry: DirectoryEntry | None = reader.lookup(account.user.username)
-        if entry is None:
+        entry: DirectoryEntry | None = reader.lookup(account.login_name or account.user.username)
+        # The name may now belong to another entry (a uid given to someone else): then the
+        # person this account is bound to is gone.
+        if entry is None or entry.user.pk != account.user_id:
             directory_account_gone(account=account)
             result.gone.append(account.user.username)
         else:
-            directory_account_seen(user=entry.user, dn=entry.dn, groups=entry.groups)
+            directory_account_seen(
+                user=entry.user,
+                dn=entry.dn,
+                groups=entry.groups,
+                entry_uuid=entry.entry_uuid,
+                login_name=entry.login_name,
+            )
             result.seen.append(account.user.username)
     if result.gone:
         logger.info("directory sync deactivated %s", ", ".join(result.gone))

@@ -8,15 +8,31 @@ from labgpu.core.models import BaseModel
 
 
 class GroupMapping(BaseModel):
-    """A directory group (an LDAP group DN, a value of the OIDC groups claim) that makes its
-    members members, lab admins or site admins. Matched case-insensitively, as directories do."""
+    """A directory group that makes its members members or lab admins of a lab, named without
+    ambiguity (issue 22 item 3): an LDAP group by its full DN (compared as a DN: case-insensitive,
+    as directories compare them), an OIDC group by its issuer and the claim's exact value.
+
+    Site-admin groups are not rows: they come from the environment only
+    (LABGPU_LDAP_SITE_ADMIN_GROUP_DNS, LABGPU_OIDC_SITE_ADMIN_GROUPS), so nobody who can write
+    the database or the API can make a directory group's members site admins. Rows from before
+    (by cn, or for site admin) were kept but switched off (`active`, `inactive_reason`)."""
 
     class Role(models.TextChoices):
         MEMBER = "member", _("Member")
         LAB_ADMIN = "lab_admin", _("Lab admin")
+        # Only on rows switched off by migration 0003; no new row may have it.
         SITE_ADMIN = "site_admin", _("Site admin")
 
-    group = models.CharField(max_length=255)
+    class Source(models.TextChoices):
+        LDAP = "ldap", _("LDAP group (full DN)")
+        OIDC = "oidc", _("OIDC groups claim (issuer and exact value)")
+
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.LDAP)
+    # The OpenID Provider's issuer for an OIDC mapping; empty for LDAP.
+    issuer = models.CharField(max_length=255, blank=True, default="")
+    group = models.CharField(max_length=512)
+    active = models.BooleanField(default=True)
+    inactive_reason = models.CharField(max_length=255, blank=True, default="")
     # Empty for site admin, which is not a role in a lab.
     lab = models.ForeignKey(
         Lab, null=True, blank=True, on_delete=models.CASCADE, related_name="group_mappings"
@@ -25,11 +41,17 @@ class GroupMapping(BaseModel):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["group", "lab"], name="groupmapping_unique_group_lab"),
             models.UniqueConstraint(
-                fields=["group"],
+                fields=["source", "issuer", "group", "lab"], name="groupmapping_unique_group_lab"
+            ),
+            models.UniqueConstraint(
+                fields=["source", "issuer", "group"],
                 condition=Q(lab__isnull=True),
                 name="groupmapping_unique_site_admin_group",
+            ),
+            models.CheckConstraint(
+                condition=~Q(role="site_admin", active=True),
+                name="groupmapping_no_active_site_admin_row",
             ),
             models.CheckConstraint(
                 condition=Q(role="site_admin", lab__isnull=True)
@@ -40,6 +62,40 @@ class GroupMapping(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.group} → {self.lab or ''} {self.role}".strip()
+
+
+class IdentityLink(BaseModel):
+    """How an external identity came to be bound to a local account (invariant I-10): only
+    by (issuer, sub) or (directory, entryUUID/DN), never by a name. Links made by username
+    before issue 22 are `username` and stay flagged until a site admin confirms or cuts them."""
+
+    class Method(models.TextChoices):
+        CREATED = "created", _("The first sign-in created the account")
+        USER = "user", _("Linked by the person, signed in to the account")
+        ADMIN = "admin", _("Pre-linked by a site admin")
+        VERIFIED_EMAIL = "verified_email", _("Adopted by a verified e-mail address")
+        USERNAME = "username", _("Matched by username (before issue 22): to review")
+
+    link_method = models.CharField(max_length=16, choices=Method.choices, default=Method.CREATED)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        abstract = True
+
+    @property
+    def flagged(self) -> bool:
+        return self.link_method == self.Method.USERNAME and self.confirmed_at is None
+
+    def usable_for_sign_in(self) -> bool:
+        """A flagged link signs nobody in as a site admin until a site admin confirms it."""
+        return not (self.flagged and self.user.is_site_admin)
 
 
 class SiteAdminGrant(BaseModel):
@@ -55,7 +111,7 @@ class SiteAdminGrant(BaseModel):
         return f"{self.user} ({self.source})"
 
 
-class OidcIdentity(BaseModel):
+class OidcIdentity(IdentityLink):
     """Who a person is at an OpenID Provider: its issuer and the `sub` it gives them, which never
     changes (an e-mail address or a username can). Sign-ins find the user through this."""
 
@@ -66,6 +122,7 @@ class OidcIdentity(BaseModel):
     subject = models.CharField(max_length=255)
 
     class Meta:
+        verbose_name_plural = "OIDC identities"
         constraints = [
             models.UniqueConstraint(fields=["issuer", "subject"], name="oidcidentity_unique_sub"),
             models.UniqueConstraint(fields=["user", "issuer"], name="oidcidentity_one_per_user"),

@@ -25,7 +25,7 @@ from mozilla_django_oidc.views import (
 
 from labgpu.accounts.sessions import LOGOUT_REDIRECT_SESSION_KEY
 from labgpu.core.timeutils import now
-from labgpu.sso import http, services
+from labgpu.sso import http, linking, services
 from labgpu.sso.discovery import DiscoveryError, oidc_setting, provider_metadata
 
 logger = logging.getLogger(__name__)
@@ -35,19 +35,47 @@ SOURCE = "oidc"
 LEEWAY_S = 60
 
 
+# The session key that marks an OIDC round trip as "link this identity to me" (rule a).
+LINK_SESSION_KEY = "labgpu_oidc_link_user"
+
+
 def groups_from_claims(claims: dict[str, Any]) -> set[str] | None:
-    """The groups claim as a set; None when the provider did not send the list, so that a
-    sync never reads a missing claim as "in no group". Entra ID replaces a long list by a
-    `_claim_names` reference (group overage); that is missing too."""
+    """The groups claim as a set of its strings, compared exactly later; None when the provider
+    did not send a list, so that a sync never reads a missing or malformed claim as "in no
+    group" nor a lone string as a group (issue 22 item 3). Entra ID replaces a long list by a
+    `_claim_names` reference (group overage); that is missing too. Items that are not strings or
+    hold a control character name no group."""
     name = settings.LABGPU_OIDC_GROUPS_CLAIM
     value = claims.get(name)
-    if value is None or name in (claims.get("_claim_names") or {}):
+    if not isinstance(value, list) or name in (claims.get("_claim_names") or {}):
         return None
-    if isinstance(value, str):
-        return {value}
-    if isinstance(value, list):
-        return {str(group) for group in value}
-    return None
+    return {
+        group
+        for group in value
+        if isinstance(group, str) and group and not any(ord(char) < 32 for char in group)
+    }
+
+
+def select_jwk(keys: list[dict[str, Any]], header: dict[str, Any]) -> dict[str, Any]:
+    """The provider's key for an ID token's header: by `kid` when the header names one; without
+    a `kid` (OIDC Core §10.1 allows it when the JWKS leaves no doubt), the one signing key for
+    the header's algorithm. Never a guess between several."""
+    algorithm = header.get("alg")
+    usable = [
+        key
+        for key in keys
+        if isinstance(key, dict)
+        and key.get("use", "sig") == "sig"
+        and key.get("alg", algorithm) == algorithm
+    ]
+    kid = header.get("kid")
+    if kid is not None:
+        usable = [key for key in usable if key.get("kid") == kid]
+    if len(usable) != 1:
+        raise SuspiciousOperation(
+            f"no single signing key for kid {kid!r} and alg {algorithm!r} in the provider's JWKS"
+        )
+    return usable[0]
 
 
 class OidcBackend(OIDCAuthenticationBackend):
@@ -114,19 +142,19 @@ class OidcBackend(OIDCAuthenticationBackend):
         return response.json()
 
     def retrieve_matching_jwk(self, token: str) -> jwt.PyJWK:
+        """The library indexes `header["kid"]` (a KeyError, so a 500, for a token without one)
+        and takes the last key that matches; LabGPU picks exactly one (select_jwk)."""
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as invalid:
+            raise SuspiciousOperation(f"ID token refused: {invalid}") from invalid
         response = http.get(self.OIDC_OP_JWKS_ENDPOINT)
         response.raise_for_status()
-        header = jwt.get_unverified_header(token)
-        key = None
-        for jwk in response.json()["keys"]:
-            if jwk.get("kid") != header.get("kid"):
-                continue
-            if "alg" in jwk and jwk["alg"] != header.get("alg"):
-                continue
-            key = jwk
-        if key is None:
-            raise SuspiciousOperation("Could not find a valid JWKS.")
-        return jwt.PyJWK(key)
+        keys = response.json().get("keys")
+        try:
+            return jwt.PyJWK(select_jwk(keys if isinstance(keys, list) else [], header))
+        except jwt.PyJWTError as invalid:
+            raise SuspiciousOperation(f"the provider's key is unusable: {invalid}") from invalid
 
     def _userinfo(self, access_token: str) -> dict[str, Any]:
         response = http.get(
@@ -184,9 +212,14 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     def get_or_create_user(self, access_token: str, id_token: str, payload: dict) -> Any:
         claims = self.get_userinfo(access_token, id_token, payload)
+        link_to = self._link_intent()
         try:
-            user = services.oidc_user_upsert(issuer=payload["iss"], claims=claims)
-        except services.SsoRefused as refused:
+            if link_to is not None:
+                linking.oidc_identity_link(user=link_to, issuer=payload["iss"], claims=claims)
+                user = link_to
+            else:
+                user = linking.oidc_user_upsert(issuer=payload["iss"], claims=claims)
+        except linking.SsoRefused as refused:
             raise SuspiciousOperation(refused.message) from None
         if settings.LABGPU_OIDC_GROUPS_CLAIM:
             groups = groups_from_claims(claims)
@@ -197,8 +230,19 @@ class OidcBackend(OIDCAuthenticationBackend):
                     user.username,
                 )
             else:
-                services.sync_memberships(user=user, groups=groups, source=SOURCE)
+                services.sync_memberships(
+                    user=user, groups=groups, source=SOURCE, issuer=payload["iss"]
+                )
         self._remember_logout_url(id_token)
+        return user
+
+    def _link_intent(self) -> Any:
+        """The signed-in user who started this round trip from their profile to link the
+        identity (OidcLoginView with ?link=1), if it is still them."""
+        wanted = self.request.session.pop(LINK_SESSION_KEY, None)
+        user = getattr(self.request, "user", None)
+        if wanted is None or user is None or not user.is_authenticated or user.pk != wanted:
+            return None
         return user
 
     def _remember_logout_url(self, id_token: str) -> None:
@@ -238,6 +282,11 @@ class OidcLoginView(OIDCAuthenticationRequestView):
             logger.error("OIDC sign-in unavailable: %s", failure)
             return HttpResponseRedirect(settings.LOGIN_REDIRECT_URL_FAILURE)
         self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
+        # ?link=1 from the profile page: bind the identity to the signed-in user (rule a).
+        if request.GET.get("link") == "1" and request.user.is_authenticated:
+            request.session[LINK_SESSION_KEY] = request.user.pk
+        else:
+            request.session.pop(LINK_SESSION_KEY, None)
         return super().get(request)
 
 

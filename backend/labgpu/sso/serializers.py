@@ -16,9 +16,25 @@ class GroupMappingSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GroupMapping
-        fields = ["id", "group", "lab", "lab_name", "role", "created_at", "updated_at"]
-        read_only_fields = ["id", "created_at", "updated_at"]
-        # Uniqueness is the service's rule (case-insensitive), answered as one 409.
+        fields = [
+            "id",
+            "source",
+            "issuer",
+            "group",
+            "lab",
+            "lab_name",
+            "role",
+            "active",
+            "inactive_reason",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "active", "inactive_reason", "created_at", "updated_at"]
+        extra_kwargs = {
+            "group": {"help_text": "LDAP: the group's full DN. OIDC: the claim's exact value."},
+            "issuer": {"help_text": "OIDC only; empty means LABGPU_OIDC_ISSUER."},
+        }
+        # Uniqueness is the service's rule (DNs as DNs, OIDC values exactly), one 409.
         validators: list = []
 
 

@@ -5,13 +5,11 @@ login and from its periodic task. A sync only changes what a sync made (Membersh
 SiteAdminGrant), so memberships and site admins made by hand are never touched.
 """
 
-import zoneinfo
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy as _
 
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.audit.services import audit_record
@@ -19,7 +17,7 @@ from labgpu.bookings.models import Booking
 from labgpu.bookings.services import booking_cancel
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.sso import notifications
-from labgpu.sso.models import GroupMapping, OidcIdentity, SiteAdminGrant
+from labgpu.sso.models import GroupMapping, SiteAdminGrant
 
 _LAB_ROLE_RANK = {Membership.Role.MEMBER: 1, Membership.Role.LAB_ADMIN: 2}
 
@@ -36,25 +34,73 @@ class SyncResult:
     site_admin_revoked: bool = False
 
 
-def _wanted(groups: set[str]) -> tuple[dict[int, str], bool]:
-    """The lab roles (highest per lab) and site-admin status that `groups` map to."""
-    folded = [group.lower() for group in groups]
+def normalise_dn(dn: str) -> str:
+    """A DN in one spelling for comparison: attribute types and values case-folded (group cn and
+    ou values compare case-insensitively in LDAP), spaces around separators dropped (RFC 4514
+    parsing). Raises ValueError for a string that is not a DN."""
+    import ldap.dn  # python-ldap: only LDAP deployments compare DNs
+
+    try:
+        parts = ldap.dn.str2dn(dn)
+    except ldap.DECODING_ERROR as invalid:
+        raise ValueError(f"not a DN: {dn!r}") from invalid
+    if not parts:
+        raise ValueError("an empty DN")
+    return ldap.dn.dn2str(
+        [[(kind.lower(), value.lower(), flags) for kind, value, flags in rdn] for rdn in parts]
+    )
+
+
+def _ldap_keys(groups: set[str]) -> set[str]:
+    keys = set()
+    for group in groups:
+        try:
+            keys.add(normalise_dn(group))
+        except ValueError:
+            continue  # a bare name is no DN: it maps to nothing
+    return keys
+
+
+def _matching_mappings(*, groups: set[str], source: str, issuer: str) -> list[GroupMapping]:
+    active = GroupMapping.objects.filter(active=True, source=source).exclude(
+        role=GroupMapping.Role.SITE_ADMIN
+    )
+    if source == GroupMapping.Source.OIDC:
+        return list(active.filter(issuer=issuer, group__in=sorted(groups)))
+    keys = _ldap_keys(groups)
+    # A stored row that is no DN (written before issue 22, or straight into the database) maps
+    # nothing.
+    return [mapping for mapping in active if _ldap_keys({mapping.group}) & keys]
+
+
+def site_admin_groups(source: str, issuer: str = "") -> tuple[set[str], bool]:
+    """The environment's site-admin groups for `source` (OIDC: of the configured issuer only),
+    and whether they compare as DNs."""
+    if source == GroupMapping.Source.OIDC:
+        if issuer != settings.LABGPU_OIDC_ISSUER:
+            return set(), False
+        return set(settings.LABGPU_OIDC_SITE_ADMIN_GROUPS), False
+    return _ldap_keys(set(settings.LABGPU_LDAP_SITE_ADMIN_GROUP_DNS)), True
+
+
+def _wanted(*, groups: set[str], source: str, issuer: str) -> tuple[dict[int, str], bool]:
+    """The lab roles (highest per lab) and site-admin status that `groups` map to: OIDC values
+    exactly and only for their issuer, LDAP groups by full DN."""
     wanted: dict[int, str] = {}
-    site_admin = False
-    mappings = GroupMapping.objects.annotate(folded=Lower("group")).filter(folded__in=folded)
-    for mapping in mappings:
-        if mapping.role == GroupMapping.Role.SITE_ADMIN:
-            site_admin = True
-        elif mapping.lab_id is not None and _LAB_ROLE_RANK[mapping.role] > _LAB_ROLE_RANK.get(
+    for mapping in _matching_mappings(groups=groups, source=source, issuer=issuer):
+        if mapping.lab_id is not None and _LAB_ROLE_RANK[mapping.role] > _LAB_ROLE_RANK.get(
             wanted.get(mapping.lab_id, ""), 0
         ):
             wanted[mapping.lab_id] = mapping.role
+    admin_groups, as_dns = site_admin_groups(source, issuer)
+    site_admin = bool(admin_groups & (_ldap_keys(groups) if as_dns else groups))
     return wanted, site_admin
 
 
 @transaction.atomic
-def sync_memberships(*, user: User, groups: set[str], source: str) -> SyncResult:
-    """Make the memberships that `source` manages for `user` match the mappings of `groups`:
+def sync_memberships(*, user: User, groups: set[str], source: str, issuer: str = "") -> SyncResult:
+    """Make the memberships that `source` manages for `user` match the mappings of `groups`
+    (for OIDC, the mappings of `issuer`):
     add missing ones, change roles, remove those whose group went away (the lab's
     `removed_member_bookings` policy decides the fate of their bookings that have not started).
     Memberships someone made by hand are left as they are, whatever the groups say."""
@@ -62,7 +108,7 @@ def sync_memberships(*, user: User, groups: set[str], source: str) -> SyncResult
         raise ValueError("a sync needs a source name, e.g. 'oidc' or 'ldap'")
     # Two sign-ins of one person at once must not both add the same membership.
     user = User.objects.select_for_update().get(pk=user.pk)
-    wanted, site_admin = _wanted(groups)
+    wanted, site_admin = _wanted(groups=groups, source=source, issuer=issuer)
     result = SyncResult()
     have = {m.lab_id: m for m in Membership.objects.filter(user=user).select_related("lab")}
     labs = Lab.objects.in_bulk(list(wanted))
@@ -171,6 +217,8 @@ def _sync_site_admin(*, user: User, site_admin: bool, source: str, result: SyncR
 
 def _mapping_data(mapping: GroupMapping) -> dict[str, object]:
     return {
+        "source": mapping.source,
+        "issuer": mapping.issuer,
         "group": mapping.group,
         "lab": mapping.lab.slug if mapping.lab else None,
         "role": mapping.role,
@@ -183,15 +231,47 @@ def group_mapping_save(*, actor: User, mapping: GroupMapping) -> GroupMapping:
     if not actor.is_site_admin:
         raise NotPermitted("Only site admins map directory groups.", code="not_site_admin")
     if mapping.role == GroupMapping.Role.SITE_ADMIN:
-        mapping.lab = None
-    elif mapping.lab_id is None:
+        raise ApplicationError(
+            _(
+                "Site-admin groups are set in the environment only "
+                "(LABGPU_LDAP_SITE_ADMIN_GROUP_DNS, LABGPU_OIDC_SITE_ADMIN_GROUPS)."
+            ),
+            code="site_admin_from_environment",
+            field="role",
+        )
+    if mapping.lab_id is None:
         raise ApplicationError(
             "Pick the lab this group's members join.", code="lab_required", field="lab"
         )
-    duplicate = GroupMapping.objects.filter(group__iexact=mapping.group, lab=mapping.lab).exclude(
-        pk=mapping.pk
-    )
-    if duplicate.exists():
+    if mapping.source == GroupMapping.Source.LDAP:
+        mapping.issuer = ""
+        try:
+            normalise_dn(mapping.group)
+        except ValueError:
+            raise ApplicationError(
+                _("An LDAP group is named by its full DN, e.g. cn=vision,ou=groups,dc=uni,dc=edu."),
+                code="group_not_a_dn",
+                field="group",
+            ) from None
+    else:
+        mapping.issuer = mapping.issuer or settings.LABGPU_OIDC_ISSUER
+        if not mapping.issuer:
+            raise ApplicationError(
+                _("An OIDC group needs the issuer whose groups claim carries it."),
+                code="issuer_required",
+                field="issuer",
+            )
+    # A mapping saved through the service is one a site admin has looked at: it counts again.
+    mapping.active, mapping.inactive_reason = True, ""
+    duplicate = GroupMapping.objects.filter(
+        source=mapping.source, issuer=mapping.issuer, lab=mapping.lab
+    ).exclude(pk=mapping.pk)
+    if mapping.source == GroupMapping.Source.OIDC:
+        duplicate = duplicate.filter(group=mapping.group)
+    else:
+        key = normalise_dn(mapping.group)
+        duplicate = [other for other in duplicate if _same_dn(other.group, key)]
+    if duplicate:
         raise Conflict(
             "This group is already mapped for this lab.", code="duplicate_mapping", field="group"
         )
@@ -207,6 +287,13 @@ def group_mapping_save(*, actor: User, mapping: GroupMapping) -> GroupMapping:
     return mapping
 
 
+def _same_dn(group: str, key: str) -> bool:
+    try:
+        return normalise_dn(group) == key
+    except ValueError:
+        return False
+
+
 @transaction.atomic
 def group_mapping_delete(*, actor: User, mapping: GroupMapping) -> None:
     if not actor.is_site_admin:
@@ -219,83 +306,3 @@ def group_mapping_delete(*, actor: User, mapping: GroupMapping) -> None:
         data=_mapping_data(mapping),
     )
     mapping.delete()
-
-
-class SsoRefused(ApplicationError):
-    """A provider's answer that LabGPU will not sign anyone in with."""
-
-    status_code = 403
-    default_code = "sso_refused"
-
-
-def language_from_locale(locale: object) -> str | None:
-    """The User.language for an OIDC `locale` claim (BCP 47: "zh-CN", "zh_Hans", "en-GB")."""
-    if not isinstance(locale, str):
-        return None
-    primary = locale.replace("_", "-").lower().split("-")[0]
-    return {"zh": "zh-hans", "en": "en"}.get(primary)
-
-
-def timezone_from_claim(value: object) -> str | None:
-    return value if isinstance(value, str) and value in zoneinfo.available_timezones() else None
-
-
-def _claim_text(claims: dict[str, Any], name: str, limit: int) -> str:
-    value = claims.get(name) if name else None
-    return value.strip()[:limit] if isinstance(value, str) else ""
-
-
-@transaction.atomic
-def oidc_user_upsert(*, issuer: str, claims: dict[str, Any]) -> User:
-    """The user an OpenID Provider's verified claims name, created at their first sign-in.
-
-    Found by (issuer, sub). A first sign-in creates the user from the username claim, or links
-    the existing account of that username if it has no identity at this issuer yet (so local
-    accounts move to SSO). E-mail and names follow the provider at every sign-in; time zone and
-    language are filled from `zoneinfo` and `locale` at creation only, as people change them."""
-    subject = claims.get("sub")
-    if not isinstance(subject, str) or not subject:
-        raise SsoRefused("The provider sent no subject.")
-    identity = (
-        OidcIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
-    )
-    if identity is not None:
-        user = identity.user
-    else:
-        username = _claim_text(claims, settings.LABGPU_OIDC_USERNAME_CLAIM, 150)
-        if not username:
-            raise SsoRefused(f"The provider sent no {settings.LABGPU_OIDC_USERNAME_CLAIM!r} claim.")
-        user = User.objects.filter(username=username).first()
-        if user is None:
-            user = User(
-                username=username,
-                timezone=timezone_from_claim(claims.get("zoneinfo")) or "UTC",
-                language=language_from_locale(claims.get("locale")) or "en",
-            )
-            user.set_unusable_password()
-            user.save()
-            action = "user.sso_create"
-        elif OidcIdentity.objects.filter(user=user, issuer=issuer).exists():
-            raise SsoRefused(f"{username} is already linked to another account at the provider.")
-        else:
-            action = "user.sso_link"
-        identity = OidcIdentity.objects.create(user=user, issuer=issuer, subject=subject)
-        audit_record(
-            actor=None,
-            action=action,
-            target=user,
-            data={"user": user.username, "issuer": issuer, "subject": subject},
-        )
-    changed = []
-    for field_name, claim, limit in (
-        ("email", settings.LABGPU_OIDC_EMAIL_CLAIM, 254),
-        ("first_name", "given_name", 150),
-        ("last_name", "family_name", 150),
-    ):
-        value = _claim_text(claims, claim, limit)
-        if value and getattr(user, field_name) != value:
-            setattr(user, field_name, value)
-            changed.append(field_name)
-    if changed:
-        user.save(update_fields=changed)
-    return user

@@ -2100,16 +2100,26 @@ export interface components {
         GpuVendorEnum: "amd" | "nvidia";
         GroupMapping: {
             readonly id: number;
+            source?: components["schemas"]["GroupMappingSourceEnum"];
+            /** @description OIDC only; empty means LABGPU_OIDC_ISSUER. */
+            issuer?: string;
+            /** @description LDAP: the group's full DN. OIDC: the claim's exact value. */
             group: string;
             lab?: number | null;
             readonly lab_name: string | null;
             role?: components["schemas"]["GroupMappingRoleEnum"];
+            readonly active: boolean;
+            readonly inactive_reason: string;
             /** Format: date-time */
             readonly created_at: string;
             /** Format: date-time */
             readonly updated_at: string;
         };
         GroupMappingRequest: {
+            source?: components["schemas"]["GroupMappingSourceEnum"];
+            /** @description OIDC only; empty means LABGPU_OIDC_ISSUER. */
+            issuer?: string;
+            /** @description LDAP: the group's full DN. OIDC: the claim's exact value. */
             group: string;
             lab?: number | null;
             role?: components["schemas"]["GroupMappingRoleEnum"];
@@ -2121,6 +2131,12 @@ export interface components {
          * @enum {string}
          */
         GroupMappingRoleEnum: "member" | "lab_admin" | "site_admin";
+        /**
+         * @description * `ldap` - LDAP group (full DN)
+         *     * `oidc` - OIDC groups claim (issuer and exact value)
+         * @enum {string}
+         */
+        GroupMappingSourceEnum: "ldap" | "oidc";
         HealthReport: {
             readonly id: number;
             node: number;
@@ -2746,6 +2762,10 @@ export interface components {
             secret?: string;
         };
         PatchedGroupMappingRequest: {
+            source?: components["schemas"]["GroupMappingSourceEnum"];
+            /** @description OIDC only; empty means LABGPU_OIDC_ISSUER. */
+            issuer?: string;
+            /** @description LDAP: the group's full DN. OIDC: the claim's exact value. */
             group?: string;
             lab?: number | null;
             role?: components["schemas"]["GroupMappingRoleEnum"];

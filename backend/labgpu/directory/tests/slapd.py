@@ -29,7 +29,15 @@ READER_DN = f"cn=labgpu-reader,ou=services,{SUFFIX}"
 READER_PASSWORD = "reader-secret"
 PEOPLE = f"ou=people,{SUFFIX}"
 GROUPS = f"ou=groups,{SUFFIX}"
-PASSWORDS = {"ada": "ada-analytical-engine", "grace": "grace-compiler-1952"}
+CLUBS = f"ou=clubs,{SUFFIX}"
+# carol's and Alice's uids equal (or case-vary) the local site admin carol's and researcher
+# alice's usernames: strangers to them, who must get accounts of their own (issue 22).
+PASSWORDS = {
+    "ada": "ada-analytical-engine",
+    "grace": "grace-compiler-1952",
+    "carol": "a-stranger-named-carol",
+    "Alice": "a-stranger-named-alice",
+}
 SEARCH_PATH = f"{os.environ.get('PATH', '')}:/usr/sbin:/usr/local/sbin"
 
 
@@ -83,6 +91,32 @@ givenName: Grace
 sn: Hopper
 mail: grace@uni.example
 userPassword: {ssha(PASSWORDS["grace"])}
+
+dn: uid=carol,{PEOPLE}
+objectClass: inetOrgPerson
+uid: carol
+cn: Carol Stranger
+sn: Stranger
+mail: carol.stranger@students.example
+userPassword: {ssha(PASSWORDS["carol"])}
+
+dn: uid=Alice,{PEOPLE}
+objectClass: inetOrgPerson
+uid: Alice
+cn: Alice Stranger
+sn: Stranger
+mail: alice.stranger@students.example
+userPassword: {ssha(PASSWORDS["Alice"])}
+
+dn: {CLUBS}
+objectClass: organizationalUnit
+ou: clubs
+
+dn: cn=gpu-admins,{CLUBS}
+objectClass: groupOfNames
+cn: gpu-admins
+description: a student club whose cn equals the site admins' group's
+member: uid=carol,{PEOPLE}
 
 dn: cn=vision-lab,{GROUPS}
 objectClass: groupOfNames
@@ -163,6 +197,12 @@ class Slapd:
         connection.delete_s(dn)
         connection.unbind_s()
 
+    def rename_person(self, uid: str, new_uid: str) -> None:
+        """modrdn: the entry keeps its entryUUID under a new DN (and login name)."""
+        connection = self.admin()
+        connection.rename_s(f"uid={uid},{PEOPLE}", f"uid={new_uid}", delold=1)
+        connection.unbind_s()
+
     def remove_member(self, group: str, uid: str) -> None:
         connection = self.admin()
         dn = f"uid={uid},{PEOPLE}"
@@ -177,7 +217,8 @@ class Slapd:
             "LABGPU_LDAP_BIND_PASSWORD": READER_PASSWORD,
             "LABGPU_LDAP_USER_SEARCH_BASE": PEOPLE,
             "LABGPU_LDAP_USER_SEARCH_FILTER": "(uid=%(user)s)",
-            "LABGPU_LDAP_GROUP_SEARCH_BASE": GROUPS,
+            # The whole tree, as many sites configure it: clubs' groups are found too.
+            "LABGPU_LDAP_GROUP_SEARCH_BASE": SUFFIX,
             "LABGPU_LDAP_GROUP_TYPE": "groupOfNames",
             "LABGPU_LDAP_TIMEOUT_S": "5",
             **overrides,

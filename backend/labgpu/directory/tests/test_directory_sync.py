@@ -50,7 +50,8 @@ def test_sync_keeps_people_the_directory_still_knows_and_refreshes_their_groups(
 
     account = DirectoryAccount.objects.get(user__username="ada")
     assert account.user.is_active
-    assert "language-lab" not in account.groups and "vision-lab" in account.groups
+    assert f"cn=language-lab,{GROUPS}" not in account.groups
+    assert f"cn=vision-lab,{GROUPS}" in account.groups
     assert account.last_synced_at > now() - timedelta(minutes=5)
 
 
@@ -111,13 +112,15 @@ def test_sync_does_nothing_without_ldap(alice):
 
 
 @pytest.fixture
-def group_mappings(vision_lab, other_lab):
+def group_mappings(settings, vision_lab, other_lab):
+    # Site-admin groups come from the environment only, by full DN (issue 22 item 3); the DN
+    # compares as directories compare it (case-insensitively).
+    settings.LABGPU_LDAP_SITE_ADMIN_GROUP_DNS = [f"CN=GPU-Admins,{GROUPS}"]
     return [
-        GroupMapping.objects.create(group="vision-lab", lab=vision_lab, role="member"),
+        GroupMapping.objects.create(group=f"cn=Vision-Lab,{GROUPS}", lab=vision_lab, role="member"),
         GroupMapping.objects.create(
             group=f"cn=language-lab,{GROUPS}", lab=other_lab, role="lab_admin"
         ),
-        GroupMapping.objects.create(group="GPU-Admins", lab=None, role="site_admin"),
     ]
 
 

@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from config.ldap import LDAP_BACKEND, ldap_settings
 from labgpu.accounts.models import User
 from labgpu.accounts.tests.factories import UserFactory
+from labgpu.core.timeutils import now
 from labgpu.directory.models import DirectoryAccount
 from labgpu.directory.tests.slapd import GROUPS, PASSWORDS, PEOPLE
 
@@ -43,12 +44,9 @@ def test_directory_password_signs_in_to_the_spa_with_mapped_attributes_and_group
     assert not user.has_usable_password()  # the directory holds the password, LabGPU none
     account = DirectoryAccount.objects.get(user=user)
     assert account.dn == f"uid=ada,{PEOPLE}"
-    assert set(account.groups) == {
-        "vision-lab",
-        "language-lab",
-        f"cn=vision-lab,{GROUPS}",
-        f"cn=language-lab,{GROUPS}",
-    }
+    # Groups by full DN only: a cn names no group unambiguously (issue 22 item 3).
+    assert set(account.groups) == {f"cn=vision-lab,{GROUPS}", f"cn=language-lab,{GROUPS}"}
+    assert account.entry_uuid and account.link_method == "created"
 
 
 def test_wrong_directory_password_is_refused(ldap_on):
@@ -68,7 +66,21 @@ def test_unknown_user_is_refused_like_a_wrong_password(ldap_on):
 
 
 def test_site_admin_signs_in_to_django_admin_with_the_directory_password(ldap_on):
-    UserFactory(username="grace", is_staff=True, is_superuser=True, password="local-only-pw-1")
+    """A site admin pre-linked her local account to her directory entry (rule b of I-10)."""
+    grace = UserFactory(
+        username="grace",
+        email="grace@labgpu.example",
+        is_staff=True,
+        is_superuser=True,
+        password="local-only-pw-1",
+    )
+    DirectoryAccount.objects.create(
+        user=grace,
+        directory=ldap_on.uri,
+        dn=f"uid=grace,{PEOPLE}",
+        link_method="admin",
+        last_synced_at=now(),
+    )
     client = Client(enforce_csrf_checks=True)
     client.get("/admin/login/")
     response = client.post(
@@ -83,7 +95,9 @@ def test_site_admin_signs_in_to_django_admin_with_the_directory_password(ldap_on
 
     assert response.status_code == 302 and response["Location"] == "/admin/"
     assert client.get("/admin/").status_code == 200
-    assert User.objects.get(username="grace").email == "grace@uni.example"
+    # A linked account keeps its own address; the DN-linked row is now bound to the entryUUID.
+    assert User.objects.get(username="grace").email == "grace@labgpu.example"
+    assert DirectoryAccount.objects.get(user=grace).entry_uuid
 
 
 def test_group_changes_in_the_directory_show_at_the_next_sign_in(ldap_on):
@@ -94,16 +108,19 @@ def test_group_changes_in_the_directory_show_at_the_next_sign_in(ldap_on):
 
     assert response.status_code == 200
     account = DirectoryAccount.objects.get(user__username="ada")
-    assert "language-lab" not in account.groups and "vision-lab" in account.groups
+    assert f"cn=language-lab,{GROUPS}" not in account.groups
+    assert f"cn=vision-lab,{GROUPS}" in account.groups
 
 
 def test_user_a_site_admin_deactivated_stays_out_whatever_the_directory_says(ldap_on):
-    UserFactory(username="ada", is_active=False)
+    spa_login("ada", PASSWORDS["ada"])
+    User.objects.filter(username="ada").update(is_active=False)
 
     _, response = spa_login("ada", PASSWORDS["ada"])
 
     assert response.status_code == 401
     assert not User.objects.get(username="ada").is_active
+    assert User.objects.filter(username__startswith="ada").count() == 1
 
 
 def test_local_accounts_still_sign_in_beside_the_directory(ldap_on, alice):

@@ -9,10 +9,21 @@ def openid_provider():
     yield from start_op(rp_origins=[RP_ORIGIN])
 
 
-@pytest.fixture
-def oidc_on(settings, openid_provider):
-    """LabGPU configured for the test OP, as the environment would configure it."""
-    settings.LABGPU_OIDC_ISSUER = openid_provider.issuer
+@pytest.fixture(scope="session")
+def kidless_provider():
+    """The same OP issuing ID tokens without `kid`, one signing key in its JWKS."""
+    yield from start_op(rp_origins=[RP_ORIGIN], omitKid=True)
+
+
+@pytest.fixture(scope="session")
+def kidless_two_keys_provider():
+    """ID tokens without `kid` and two RS256 keys published: no key can be chosen."""
+    yield from start_op(rp_origins=[RP_ORIGIN], omitKid=True, signingKeys=2)
+
+
+def use_provider(settings, provider) -> None:
+    """LabGPU configured for a test OP, as the environment would configure it."""
+    settings.LABGPU_OIDC_ISSUER = provider.issuer
     settings.OIDC_RP_CLIENT_ID = CLIENT_ID
     settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
     settings.LABGPU_OIDC_ENABLED = True
@@ -20,5 +31,10 @@ def oidc_on(settings, openid_provider):
     settings.OIDC_RP_SCOPES = "openid email profile groups"
     settings.LABGPU_OIDC_GROUPS_CLAIM = "groups"
     forget_metadata()
+
+
+@pytest.fixture
+def oidc_on(settings, openid_provider):
+    use_provider(settings, openid_provider)
     yield openid_provider
     forget_metadata()

@@ -54,6 +54,39 @@ ACCOUNTS = {
         "locale": "fr-FR",
         "groups": [],
     },
+    # Hostile identities (issue 22), each a stranger to the local accounts they imitate.
+    "stranger-carol": {  # the local site admin carol's username and address, unverified
+        "preferred_username": "carol",
+        "email": "carol@labgpu.example",
+        "email_verified": False,
+        "groups": "it-staff",  # a plain string, not a list
+    },
+    "verified-carol": {  # carol's address, verified, in an adoptable domain: still no site admin
+        "preferred_username": "carol.v",
+        "email": "carol@labgpu.example",
+        "email_verified": True,
+        "groups": ["IT-STAFF"],  # another case of the mapped value
+    },
+    "verified-alice": {  # alice's address, verified by the provider
+        "preferred_username": "alice.uni",
+        "email": "alice@labgpu.example",
+        "email_verified": True,
+    },
+    "unverified-alice": {
+        "preferred_username": "Alice",
+        "email": "alice@labgpu.example",
+        "email_verified": "true",  # a string: not JSON true
+    },
+    "cyrillic-carol": {"preferred_username": "\u0441arol", "email_verified": False},
+    "confusable-carol": {"preferred_username": "caro1", "email_verified": False},
+    "markup": {"preferred_username": '<b>x</b>\n=HYPERLINK("http://evil")'},
+    "nul": {
+        "preferred_username": "nu\u0000l",
+        "given_name": "Eve\u0000",
+        "email": "nul\u0000@uni.example",
+        "email_verified": True,
+        "groups": ["vision-members\u0000", "vision-members"],
+    },
 }
 
 
@@ -150,20 +183,22 @@ def ensure_op_installed() -> str:
     return node
 
 
-def op_config(rp_origins: list[str]) -> dict:
+def op_config(rp_origins: list[str], **hostile: object) -> dict:
+    """`hostile`: op.mjs's switches, e.g. omitKid=True, signingKeys=2."""
     return {
         "clients": [
             _client(CLIENT_ID, CLIENT_SECRET, rp_origins),
             _client(OTHER_CLIENT_ID, OTHER_CLIENT_SECRET, rp_origins),
         ],
         "accounts": ACCOUNTS,
+        **hostile,
     }
 
 
-def start_op(*, rp_origins: list[str]) -> Iterator[OpenIdProvider]:
+def start_op(*, rp_origins: list[str], **hostile: object) -> Iterator[OpenIdProvider]:
     node = ensure_op_installed()
     port = free_port()
-    config = op_config(rp_origins)
+    config = op_config(rp_origins, **hostile)
     process = subprocess.Popen(
         [node, str(OP_DIR / "op.mjs")],
         cwd=OP_DIR,

@@ -70,18 +70,49 @@ def test_site_admins_map_groups_and_each_change_is_audited(as_carol, as_bob, vis
     mapping_id = made.json()["id"]
     changed = as_carol.patch(f"/api/v1/sso/group-mappings/{mapping_id}/", {"role": "member"})
     assert changed.json()["role"] == "member"
-    admins = as_carol.post("/api/v1/sso/group-mappings/", {"group": "it", "role": "site_admin"})
-    assert admins.status_code == 201 and admins.json()["lab"] is None
-    no_lab = as_carol.post("/api/v1/sso/group-mappings/", {"group": "x", "role": "member"})
+    oidc = as_carol.post(
+        "/api/v1/sso/group-mappings/",
+        {"source": "oidc", "issuer": "https://idp.example", "group": "it", "lab": vision_lab.pk},
+    )
+    assert oidc.status_code == 201, oidc.content
+    other_case = as_carol.post(
+        "/api/v1/sso/group-mappings/",
+        {"source": "oidc", "issuer": "https://idp.example", "group": "IT", "lab": vision_lab.pk},
+    )
+    assert other_case.status_code == 201  # OIDC values compare exactly: another group
+    no_lab = as_carol.post(
+        "/api/v1/sso/group-mappings/", {"group": "cn=x,ou=groups", "role": "member"}
+    )
     assert no_lab.status_code == 400 and no_lab.json()["code"] == "lab_required"
     assert as_carol.delete(f"/api/v1/sso/group-mappings/{mapping_id}/").status_code == 204
 
-    assert list(GroupMapping.objects.values_list("group", flat=True)) == ["it"]
+    assert sorted(GroupMapping.objects.values_list("group", flat=True)) == ["IT", "it"]
     assert list(
         AuditEvent.objects.filter(action__startswith="sso.")
         .order_by("pk")
         .values_list("action", flat=True)
-    ) == ["sso.mapping_create", "sso.mapping_update", "sso.mapping_create", "sso.mapping_delete"]
+    ) == [
+        "sso.mapping_create",
+        "sso.mapping_update",
+        "sso.mapping_create",
+        "sso.mapping_create",
+        "sso.mapping_delete",
+    ]
+
+
+def test_I10_no_mapping_by_cn_and_no_site_admin_mapping_in_the_database(as_carol, vision_lab):
+    by_cn = as_carol.post(
+        "/api/v1/sso/group-mappings/", {"group": "gpu-admins", "lab": vision_lab.pk}
+    )
+    site_admin = as_carol.post(
+        "/api/v1/sso/group-mappings/", {"group": "cn=gpu-admins,ou=groups", "role": "site_admin"}
+    )
+
+    assert by_cn.status_code == 400 and by_cn.json()["code"] == "group_not_a_dn"
+    assert "group" in by_cn.json()["extra"]["fields"]
+    assert site_admin.status_code == 400
+    assert site_admin.json()["code"] == "site_admin_from_environment"
+    assert not GroupMapping.objects.exists()
 
 
 def test_a_disabled_user_loses_api_tokens_feeds_and_sessions_at_once(alice):
@@ -110,3 +141,40 @@ def test_a_token_acts_only_as_its_owner(alice, bob):
 
     assert client.get("/api/v1/me/").json()["username"] == "alice"
     assert client_for(bob).get("/api/v1/tokens/").json() == []
+
+
+def test_I10_site_admins_list_confirm_and_cut_links_made_by_username(carol, alice, bob):
+    from django.test import Client
+
+    from labgpu.sso.models import OidcIdentity
+
+    carol.is_superuser = True
+    carol.save()
+    flagged = OidcIdentity.objects.create(
+        user=alice, issuer="https://idp.example", subject="a-1", link_method="username"
+    )
+    other = OidcIdentity.objects.create(
+        user=bob, issuer="https://idp.example", subject="b-1", link_method="username"
+    )
+    OidcIdentity.objects.create(user=carol, issuer="https://idp.example", subject="c-1")
+    client = Client()
+    client.force_login(carol)
+
+    listed = client.get("/admin/sso/oidcidentity/", {"flagged": "yes"})
+    confirm = client.post(
+        "/admin/sso/oidcidentity/",
+        {"action": "confirm_links", "_selected_action": [flagged.pk]},
+    )
+    cut = client.post(
+        "/admin/sso/oidcidentity/", {"action": "cut_links", "_selected_action": [other.pk]}
+    )
+
+    assert listed.status_code == 200
+    assert listed.context["cl"].result_count == 2  # carol's own, created by sign-in, is not
+    assert confirm.status_code == 302 and cut.status_code == 302
+    flagged.refresh_from_db()
+    assert flagged.confirmed_by == carol and not flagged.flagged
+    assert not OidcIdentity.objects.filter(pk=other.pk).exists()
+    assert set(
+        AuditEvent.objects.filter(action__startswith="sso.link").values_list("action", flat=True)
+    ) == {"sso.link_confirm", "sso.link_cut"}

@@ -10,7 +10,7 @@ import requests
 from django.test import Client
 
 from labgpu.accounts.models import Membership, User
-from labgpu.accounts.tests.factories import LabFactory, UserFactory
+from labgpu.accounts.tests.factories import LabFactory
 from labgpu.audit.models import AuditEvent
 from labgpu.core.timeutils import now
 from labgpu.sso import oidc
@@ -64,10 +64,12 @@ def test_login_asks_for_code_with_pkce_nonce_and_state(oidc_on):
     assert query["nonce"] and query["state"]
 
 
-def test_first_sign_in_creates_the_user_and_the_spa_loads_signed_in_at_next(oidc_on):
+def test_first_sign_in_creates_the_user_and_the_spa_loads_signed_in_at_next(oidc_on, settings):
     vision = LabFactory(slug="vision")
-    GroupMapping.objects.create(group="vision-members", lab=vision, role="member")
-    GroupMapping.objects.create(group="it-staff", role="site_admin")
+    GroupMapping.objects.create(
+        source="oidc", issuer=oidc_on.issuer, group="vision-members", lab=vision, role="member"
+    )
+    settings.LABGPU_OIDC_SITE_ADMIN_GROUPS = ["it-staff"]
     client = Client()
 
     answer = sign_in(client, "dana", next_path="/bookings/42?view=week")
@@ -79,7 +81,12 @@ def test_first_sign_in_creates_the_user_and_the_spa_loads_signed_in_at_next(oidc
     assert (dana.email, dana.first_name, dana.last_name) == ("dana@uni.example", "Dana", "Scully")
     assert (dana.timezone, dana.language) == ("Asia/Shanghai", "zh-hans")
     assert not dana.has_usable_password()
-    assert OidcIdentity.objects.get(user=dana).issuer == oidc_on.issuer
+    identity = OidcIdentity.objects.get(user=dana)
+    assert (identity.issuer, identity.subject, identity.link_method) == (
+        oidc_on.issuer,
+        "dana",
+        "created",
+    )
     assert Membership.objects.get(user=dana).lab == vision
     assert dana.is_staff
     assert AuditEvent.objects.filter(action="user.sso_create", target_id=str(dana.pk)).exists()
@@ -94,17 +101,19 @@ def test_claims_that_are_not_a_time_zone_or_a_known_language_leave_the_defaults(
     assert (erin.timezone, erin.language) == ("UTC", "en")
 
 
-def test_a_second_sign_in_finds_the_same_user_and_an_existing_account_is_linked(oidc_on):
-    existing = UserFactory(username="dana", email="old@uni.example", timezone="Europe/Paris")
+def test_a_second_sign_in_finds_the_same_user_and_keeps_their_own_choices(oidc_on):
+    sign_in(Client(), "dana")
+    dana = User.objects.get(username="dana")
+    dana.timezone = "Europe/Paris"
+    dana.save()
 
     sign_in(Client(), "dana")
-    sign_in(Client(), "dana")
 
-    assert User.objects.filter(username="dana").count() == 1
-    existing.refresh_from_db()
-    assert existing.email == "dana@uni.example"  # the provider's, at each sign-in
-    assert existing.timezone == "Europe/Paris"  # the person's own choice stays
-    assert OidcIdentity.objects.filter(user=existing).count() == 1
+    assert User.objects.filter(username__startswith="dana").count() == 1
+    dana.refresh_from_db()
+    assert dana.email == "dana@uni.example"  # the provider's verified address
+    assert dana.timezone == "Europe/Paris"  # the person's own choice stays
+    assert OidcIdentity.objects.filter(user=dana).count() == 1
 
 
 def test_the_op_refuses_a_client_without_pkce(oidc_on, settings):
