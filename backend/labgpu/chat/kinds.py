@@ -1,12 +1,13 @@
 """What each chat platform accepts: the webhook address it hands out, the JSON it takes, and how
 a request is signed. Checked against the platforms' documentation (docs/chat.md cites each):
 
-- Slack incoming webhook: POST `{"text": …}` to https://hooks.slack.com/services/…; answers
-  200 "ok".
-- Feishu / Lark custom bot: POST `{"timestamp": "<unix seconds>", "sign": …, "msg_type": "text",
-  "content": {"text": …}}` to https://open.feishu.cn (or open.larksuite.com)
-  /open-apis/bot/v2/hook/<token>. `sign` = base64(HMAC-SHA256 keyed with "<timestamp>\\n<secret>"
-  over an empty message). Answers 200 with `{"code": 0}`, a non-zero code on refusal.
+- Slack incoming webhook: POST `{"text": …}` (`&`, `<`, `>` escaped) to
+  https://hooks.slack.com/services/…; answers 200 "ok".
+- Feishu / Lark custom bot: POST `{"timestamp": "<unix seconds>", "sign": …, "msg_type": "post",
+  "content": {"post": {"zh_cn": {"title": …, "content": [[{"tag": "text", …}]]}}}}` to
+  https://open.feishu.cn (or open.larksuite.com)/open-apis/bot/v2/hook/<token>. `sign` =
+  base64(HMAC-SHA256 keyed with "<timestamp>\\n<secret>" over an empty message).
+  Answers 200 with `{"code": 0}`, a non-zero code on refusal.
 - DingTalk robot: POST `{"msgtype": "text", "text": {"content": …}}` to
   https://oapi.dingtalk.com/robot/send?access_token=…&timestamp=<unix ms>&sign=<…>, `sign` =
   URL-encoded base64(HMAC-SHA256 keyed with the secret over "<timestamp>\\n<secret>").
@@ -131,6 +132,26 @@ def webhook_signature(timestamp: str, body: bytes, secret: str) -> str:
     return f"t={timestamp},v1={mac.hexdigest()}"
 
 
+# User text (a member's name, a reason, a pool's name) is in every message; each platform gets it
+# as text, never as its markup (docs/chat.md, "Markup"; chat/tests/test_chat_markup.py).
+
+
+def slack_escape(text: str) -> str:
+    """Slack's three control characters as entities, so `<!channel>` or `<url|label>` in user
+    text neither pings nor links; nothing else is encoded.
+    https://api.slack.com/reference/surfaces/formatting#escaping"""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def feishu_post(title: str, text: str) -> dict[str, Any]:
+    """A Feishu/Lark rich-text (`post`) body of `text` elements only: a text message would read
+    `<at user_id="all"></at>` in user text as a mention of everyone, a `text` element shows its
+    text as it is (`un_escape` false). Each line is a paragraph.
+    https://open.feishu.cn/document/client-docs/bot-v3/add-custom-bot"""
+    paragraphs = [[{"tag": "text", "text": line}] for line in text.split("\n")] if text else []
+    return {"title": title, "content": paragraphs}
+
+
 def _clip_utf8(text: str, limit: int) -> str:
     data = text.encode()
     if len(data) <= limit:
@@ -146,13 +167,14 @@ def build_request(
     headers = {"Content-Type": "application/json; charset=utf-8"}
     payload: dict[str, Any]
     if kind == "slack":
-        payload = {"text": message}
+        payload = {"text": slack_escape(message)}
     elif kind == "feishu":
-        payload = {"msg_type": "text", "content": {"text": message}}
+        payload = {"msg_type": "post", "content": {"post": {"zh_cn": feishu_post(title, text)}}}
         if secret:
             timestamp = str(int(time.time()))
             payload = {"timestamp": timestamp, "sign": feishu_sign(timestamp, secret), **payload}
     elif kind == "dingtalk":
+        # A text message (not markdown) mentions only whom an `at` field names: none is sent.
         payload = {"msgtype": "text", "text": {"content": message}}
         if secret:
             timestamp = str(int(time.time() * 1000))
@@ -160,6 +182,7 @@ def build_request(
             joiner = "&" if "?" in url else "?"
             url = f"{url}{joiner}timestamp={timestamp}&sign={dingtalk_sign(timestamp, secret)}"
     elif kind == "wecom":
+        # Likewise: text, not markdown; no `mentioned_list`.
         payload = {"msgtype": "text", "text": {"content": _clip_utf8(message, WECOM_MAX_BYTES)}}
     else:
         payload = {"event": event, "title": title, "text": text, "data": data}

@@ -76,7 +76,8 @@ def test_feishu_gets_its_signature_over_timestamp_and_secret(alice, sink, channe
     )
     assert _send_test(channel, alice).status == "sent"
     body = sink.requests[0].json()
-    assert body["msg_type"] == "text" and "LabGPU" in body["content"]["text"]
+    assert body["msg_type"] == "post"
+    assert "LabGPU" in body["content"]["post"]["zh_cn"]["title"]
     # Feishu: key = "<timestamp>\n<secret>", message empty, base64; timestamp in seconds.
     assert abs(int(body["timestamp"]) - time.time()) < 3600
     key = f"{body['timestamp']}\n{SECRET}".encode()
