@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from conftest import LOCAL_FIXTURES
 
 from labgpu_agent.checks import check_smoke, run_checks
 from labgpu_agent.collect import facts_from_outputs, fixture_profile_names, load_fixture_profile
+from labgpu_agent.facts import Diagnostic, InterconnectLink, ParseProblem, PcieLink
 from labgpu_agent.parsers import parse
 from labgpu_agent.profiles import PROFILES, get_profile
 from labgpu_agent.smoke.base import SmokeResult
@@ -98,3 +100,91 @@ def test_every_finding_code_fits_its_vendor(fixture, vendor):
         assert not FOREIGN[vendor].search(finding.remediation), (finding.id, finding.remediation)
         if finding.id == "gpu.vendor_mismatch":
             assert len(findings) == 1 or all(f.id.startswith("smoke.") for f in findings[1:])
+
+
+CHECKS_SOURCE = (
+    Path(__file__).resolve().parents[1] / "src" / "labgpu_agent" / "checks.py"
+).read_text()
+
+
+def finding_code_patterns() -> set[str]:
+    """Every finding id checks.py can emit, as a regex (`smoke.{slug}.failed`: any slug)."""
+    literal = re.findall(r'\bid="([a-z_.]+)"', CHECKS_SOURCE)
+    formatted = re.findall(r'\bid=f"([^"]+)"', CHECKS_SOURCE)
+    patterns = {re.escape(code) + (".+" if code.endswith(".") else "") for code in literal}
+    patterns |= {
+        ".+".join(re.escape(part) for part in re.split(r"\{[^}]+\}", code)) for code in formatted
+    }
+    return patterns
+
+
+def faulted(facts, vendor: str):
+    """One edited copy of a recorded node per fault no shipped profile shows (each edit named)."""
+    gpu = facts.gpus[0]
+    tool = "amd-smi-metric" if vendor == "amd" else "nvidia-smi-xml"
+    kind = "xgmi" if vendor == "amd" else "nvlink"
+    links = [
+        InterconnectLink(kind=kind, gpu=g, link=n, state="up", width=8, errors=2)
+        for g in (0, 1)
+        for n in range(1)
+    ]
+    yield replace(facts, gpus=[replace(gpu, compute_capability="8.0", unreservable_pages=1)])
+    yield replace(facts, kernel_release="5.4.0", environment={"HSA_OVERRIDE_THERMAL_LIMIT": "90"})
+    yield replace(facts, device_nodes=[replace(n, accessible=False) for n in facts.device_nodes])
+    yield replace(facts, diagnostics=[Diagnostic(tool="rvs", test="x gpu 0", result="fail")])
+    yield replace(facts, parse_problems=[ParseProblem(tool=tool, reason="unknown", line="?")])
+    yield replace(facts, pcie_links=[PcieLink(bdf=gpu.bdf, gen=5, width=16, fatal_error=True)])
+    yield replace(facts, gpus=[gpu, replace(gpu, index=1)], interconnect=links)
+
+
+def smoke_faults() -> list[SmokeResult]:
+    return [
+        SmokeResult(
+            name="sdxl",
+            status="skipped",
+            metric="images_per_s",
+            unit="images/s",
+            reason="PyTorch sees no GPU (torch.cuda.is_available() is False)",
+        ),
+        SmokeResult(
+            name="matmul", status="failed", metric="bf16_tflops", unit="TFLOP/s", reason="x"
+        ),
+        SmokeResult(
+            name="bandwidth",
+            status="passed",
+            metric="copy_gb_per_s",
+            unit="GB/s",
+            value=100.0,
+            baseline=4000.0,
+        ),
+    ]
+
+
+def test_every_finding_code_is_walked_and_its_remediation_fits_the_vendor():
+    """Issue 23 item 4: every id checks.py can emit is produced here — by a shipped recording
+    under either vendor's pool, or by an edited copy of a recording — and each remediation names
+    only the node's vendor's tools. A new finding code with no case here fails the test."""
+    produced: dict[str, str] = {}
+    bases = {"amd": "healthy-mi300x", "nvidia": "healthy-h200"}
+    for vendor, base in bases.items():
+        two = get_profile(("mi300x" if vendor == "amd" else "h200") + ":2")
+        one = get_profile("mi300x" if vendor == "amd" else "h200")
+        facts = facts_from_outputs(load_fixture_profile(base).outputs)
+        cases = [(f, two if len(f.gpus) == 2 else one) for f in faulted(facts, vendor)] + [
+            (facts_from_outputs(load_fixture_profile(n).outputs), p)
+            for n in fixture_profile_names()
+            for p in PROFILES.values()
+            if p.vendor == vendor
+        ]
+        for case_facts, profile in cases:
+            findings = run_checks(case_facts, profile, smoke_faults(), [*SMOKE, "llm"])
+            for f in findings:
+                assert f.remediation, f.id
+                assert not FOREIGN[vendor].search(f.remediation), (vendor, f.id, f.remediation)
+                produced.setdefault(f.id, vendor)
+    missing = {
+        pattern
+        for pattern in finding_code_patterns()
+        if not any(re.fullmatch(pattern, code) for code in produced)
+    }
+    assert missing == set()

@@ -248,7 +248,10 @@ def _check_one_gpu(gpu: GpuFacts, profile: InstanceProfile) -> list[Finding]:
                         "expected": expected_cu,
                         "partition": gpu.compute_partition,
                     },
-                    remediation="Check the compute partition mode (`amd-smi static --partition`).",
+                    remediation="Check the compute partition mode (`amd-smi static --partition`)."
+                    if profile.vendor == "amd"
+                    else "Check MIG mode (`nvidia-smi -q -d MIG`): a MIG instance exposes only "
+                    "part of the SMs; disable MIG for a whole-GPU pool.",
                 )
             )
     if gpu.vram_total_mib is not None:
@@ -270,9 +273,14 @@ def _check_one_gpu(gpu: GpuFacts, profile: InstanceProfile) -> list[Finding]:
                         "compute_partition": gpu.compute_partition,
                         "memory_partition": gpu.memory_partition,
                     },
-                    remediation="Check the partition modes (`amd-smi static --partition`; NPS4 "
-                    "splits memory per quarter) and reset them to the pool's mode, or replace "
-                    "the node if the memory is missing.",
+                    remediation=(
+                        "Check the partition modes (`amd-smi static --partition`; NPS4 splits "
+                        "memory per quarter) and reset them to the pool's mode"
+                        if profile.vendor == "amd"
+                        else "Check MIG mode (`nvidia-smi -q -d MIG`; a MIG instance has a slice "
+                        "of the memory) and disable it for a whole-GPU pool"
+                    )
+                    + ", or replace the node if the memory is missing.",
                 )
             )
     return findings
@@ -813,8 +821,12 @@ def check_interconnect(facts: Facts, profile: InstanceProfile) -> list[Finding]:
                 + ", ".join(f"GPU {lk.gpu} x{lk.width}" for lk in narrow)
                 + ".",
                 evidence={"links": [asdict(lk) for lk in narrow]},
-                remediation="Check the XGMI link width policy (`amd-smi set --xgmi-plpd`) and "
-                "reseat; a degraded link halves GPU-to-GPU bandwidth.",
+                remediation=(
+                    "Check the XGMI link width policy (`amd-smi set --xgmi-plpd`) and reseat"
+                    if kind == "xgmi"
+                    else "Check `nvidia-smi nvlink -s` and the fabric manager, and reseat"
+                )
+                + "; a degraded link halves GPU-to-GPU bandwidth.",
             )
         )
     errors = [lk for lk in links if lk.errors]
@@ -827,8 +839,9 @@ def check_interconnect(facts: Facts, profile: InstanceProfile) -> list[Finding]:
                 + ", ".join(sorted({str(lk.gpu) for lk in errors}))
                 + ".",
                 evidence={"links": [asdict(lk) for lk in errors]},
-                remediation="Read `dmesg` for XGMI/NVLink errors; reset the GPUs and re-check; "
-                "replace the part if errors return.",
+                remediation=f"Read `dmesg` for {kind.upper()} errors"
+                + (" (`nvidia-smi nvlink -e` counts them)" if kind == "nvlink" else "")
+                + "; reset the GPUs and re-check; replace the part if errors return.",
             )
         )
     return findings
@@ -880,8 +893,13 @@ def check_parse(facts: Facts, profile: InstanceProfile) -> list[Finding]:
                 remediation=(
                     f"Facts from {tool} may be missing, so checks that need them cannot pass or "
                     f"fail on them. Save the output, run `labgpu-agent parse {tool} FILE` to see "
-                    "what is read, check the tool itself works (`amd-smi version`, "
-                    "`rocm-smi --version`, `nvidia-smi`), and report the output with the tool "
+                    "what is read, check the tool itself works ("
+                    + (
+                        "`amd-smi version`, `rocm-smi --version`"
+                        if profile.vendor == "amd"
+                        else "`nvidia-smi`"
+                    )
+                    + "), and report the output with the tool "
                     "version so the parser learns the new shape."
                 ),
             )
