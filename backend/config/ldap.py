@@ -13,6 +13,8 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from labgpu import egress
+
 LDAP_BACKEND = "labgpu.directory.backend.LdapBackend"
 
 # LABGPU_LDAP_GROUP_TYPE → (django-auth-ldap group type class, default group filter).
@@ -45,6 +47,29 @@ def _attr_map(spec: str) -> dict[str, str]:
     return mapping
 
 
+class CheckedServerUri(str):
+    """AUTH_LDAP_SERVER_URI through the one egress policy (labgpu.egress): django-auth-ldap calls
+    a callable URI before each connection, and this one resolves each host once through
+    `egress.POLICY` (the operator's own URI may be internal: it is listed as their choice) and,
+    for plain `ldap://` without StartTLS, hands libldap the checked address, so it does not
+    resolve again. With TLS the name stays (libldap checks the certificate against it).
+    Still a str, equal to the configured URI: the directory's identity (LABGPU_LDAP_DIRECTORY_ID
+    by default) and `ldap_configured` read it as one."""
+
+    start_tls: bool = False
+
+    def __call__(self, request: Any = None) -> str:
+        uris = []
+        for uri in str(self).split():
+            destination = egress.POLICY.check(uri, egress.Exemptions(origins=(uri,)))
+            if destination.scheme == "ldap" and not self.start_tls:
+                host = destination.address
+                host = f"[{host}]" if ":" in host else host
+                uri = f"ldap://{host}:{destination.port}/"
+            uris.append(uri)
+        return " ".join(uris)
+
+
 def ldap_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     """The AUTH_LDAP_* settings for `environ`, or {} when LDAP sign-in is not configured."""
     uri = environ.get("LABGPU_LDAP_SERVER_URI", "").strip()
@@ -68,8 +93,10 @@ def ldap_settings(environ: Mapping[str, str]) -> dict[str, Any]:
         options[ldap.OPT_X_TLS_REQUIRE_CERT] = ldap.OPT_X_TLS_DEMAND
         options[ldap.OPT_X_TLS_NEWCTX] = 0  # must come last: applies the TLS options above
 
+    server_uri = CheckedServerUri(uri)
+    server_uri.start_tls = _flag(environ, "LABGPU_LDAP_START_TLS")
     result: dict[str, Any] = {
-        "AUTH_LDAP_SERVER_URI": uri,
+        "AUTH_LDAP_SERVER_URI": server_uri,
         "AUTH_LDAP_BIND_DN": environ.get("LABGPU_LDAP_BIND_DN", ""),
         "AUTH_LDAP_BIND_PASSWORD": environ.get("LABGPU_LDAP_BIND_PASSWORD", ""),
         "AUTH_LDAP_START_TLS": _flag(environ, "LABGPU_LDAP_START_TLS"),
