@@ -43,6 +43,7 @@ from labgpu.bookings.serializers import (
     BulkDecisionResultSerializer,
     BulkDecisionSerializer,
     BusyBlockSerializer,
+    DecisionReasonSerializer,
     FreeWindowSerializer,
     FreeWindowsQuerySerializer,
     NotebookAccessSerializer,
@@ -189,15 +190,15 @@ class BookingViewSet(
         response["Cache-Control"] = "no-store"
         return response
 
-    @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
+    @extend_schema(request=DecisionReasonSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str) -> Response:
-        return self._act(request, ReasonSerializer, services.booking_approve)
+        return self._act(request, DecisionReasonSerializer, services.booking_approve)
 
-    @extend_schema(request=ReasonSerializer, responses=BookingSerializer)
+    @extend_schema(request=DecisionReasonSerializer, responses=BookingSerializer)
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str) -> Response:
-        return self._act(request, ReasonSerializer, services.booking_reject)
+        return self._act(request, DecisionReasonSerializer, services.booking_reject)
 
     @extend_schema(responses=ApprovalQueueItemSerializer(many=True), filters=False)
     @action(detail=False, methods=["get"], url_path="approval-queue", pagination_class=None)

@@ -225,7 +225,19 @@ class BookingMoveSerializer(serializers.Serializer):
 
 
 class ReasonSerializer(serializers.Serializer):
+    """A cancel's reason (kept in the audit log)."""
+
     reason = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="")
+
+
+# An approval's or rejection's reason is stored in this column: a longer one is a field error.
+DECISION_REASON_MAX = Booking._meta.get_field("decision_reason").max_length
+
+
+class DecisionReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=DECISION_REASON_MAX, required=False, allow_blank=True, default=""
+    )
 
 
 class BusyBlockSerializer(serializers.Serializer):
@@ -361,7 +373,9 @@ class ApprovalQueueItemSerializer(serializers.Serializer):
 class BulkDecisionSerializer(serializers.Serializer):
     ids = serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=100)
     decision = serializers.ChoiceField(choices=["approve", "reject"])
-    reason = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="")
+    reason = serializers.CharField(
+        max_length=DECISION_REASON_MAX, required=False, allow_blank=True, default=""
+    )
 
 
 class DecisionOutcomeSerializer(serializers.Serializer):

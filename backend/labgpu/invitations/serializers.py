@@ -37,7 +37,7 @@ class InvitationCreatedSerializer(InvitationSerializer):
 
 
 class InvitationCreateSerializer(serializers.Serializer):
-    email = serializers.EmailField()
+    email = serializers.EmailField(max_length=Invitation._meta.get_field("email").max_length)
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
 
 

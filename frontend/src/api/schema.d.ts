@@ -2032,6 +2032,10 @@ export interface components {
             message: string;
             booking: components["schemas"]["Booking"] | null;
         };
+        DecisionReasonRequest: {
+            /** @default  */
+            reason: string;
+        };
         DecisionRequest: {
             /** @default  */
             reason: string;
@@ -2948,6 +2952,7 @@ export interface components {
             /** Format: decimal */
             gpu_hours: string;
         };
+        /** @description A cancel's reason (kept in the audit log). */
         ReasonRequest: {
             /** @default  */
             reason: string;
@@ -5247,9 +5252,9 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["ReasonRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["ReasonRequest"];
-                "multipart/form-data": components["schemas"]["ReasonRequest"];
+                "application/json": components["schemas"]["DecisionReasonRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DecisionReasonRequest"];
+                "multipart/form-data": components["schemas"]["DecisionReasonRequest"];
             };
         };
         responses: {
@@ -5720,9 +5725,9 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["ReasonRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["ReasonRequest"];
-                "multipart/form-data": components["schemas"]["ReasonRequest"];
+                "application/json": components["schemas"]["DecisionReasonRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DecisionReasonRequest"];
+                "multipart/form-data": components["schemas"]["DecisionReasonRequest"];
             };
         };
         responses: {
