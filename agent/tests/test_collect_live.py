@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import LOCAL_FIXTURES
 
 from labgpu_agent.checks import run_checks
-from labgpu_agent.collect import collect_live, facts_from_outputs
+from labgpu_agent.collect import collect_deep, collect_live, facts_from_outputs
 from labgpu_agent.profiles import get_profile
 
 PROFILE_DIR = Path(__file__).resolve().parents[1] / "src/labgpu_agent/fixture_profiles/healthy-h200"
@@ -62,3 +62,30 @@ def test_an_amd_profile_on_an_nvidia_node_reports_the_nvidia_gpu(tmp_path, monke
     assert [(f.id, f.message) for f in findings] == [
         ("gpu.vendor_mismatch", "1× NVIDIA H200; this pool expects AMD MI300X.")
     ]
+
+
+def test_deep_on_an_amd_node_runs_each_rvs_module_with_its_platform_conf(tmp_path, monkeypatch):
+    """A stand-in `rvs` prints AMD's published 8x MI355X output of the module `-m` names; the deep
+    check keeps each GPU's numbers and RVS's own verdicts from every module."""
+    published = LOCAL_FIXTURES / "published" / "rvs"
+    fake_tool(
+        tmp_path,
+        "rvs",
+        f'[ "$1" = -m ] || exit 2\ncat "{published}/$2"_8x_mi355x_rocm7.2.1_rvs_user_guide.txt '
+        '2>/dev/null || { echo "no sample for $2"; exit 1; }\n',
+    )
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+
+    facts = facts_from_outputs(collect_deep("amd"))
+    assert {n: facts.sources[n] for n in ("rvs-babel", "rvs-iet", "rvs-pebb", "rvs-pbqt")} == {
+        "rvs-babel": "ok",
+        "rvs-iet": "ok",
+        "rvs-pebb": "ok",
+        "rvs-pbqt": "ok",
+    }
+    assert facts.sources["rvs-gst"].startswith("exit 1")  # no MI355X gst sample in this folder
+    tests = {m["test"] for m in facts.measurements}
+    assert tests == {"babel", "iet", "pebb", "pbqt"}
+    verdicts = {d.test for d in facts.diagnostics}
+    assert "iet-stress-1400W-true gpu 51771" in verdicts and "pcie_h2d_bandwidth" in verdicts
+    assert [f for f in run_checks(facts, get_profile("mi355x:8")) if f.id.startswith("deep.")] == []

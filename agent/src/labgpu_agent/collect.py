@@ -84,13 +84,16 @@ SOURCES: dict[str, Source] = {
     "devices": Source("devices", None, ("ls", "-l")),
     "env": Source("env", None),
 }
-# `check --deep`: the vendors' own stress tools, minutes long, run only on request.
-_RVS_CONF = "/opt/rocm/share/rocm-validation-suite/conf"
+# `check --deep`: the vendors' own stress tools, minutes long, run only on request. RVS's `-m
+# MODULE` runs that module's platform-specific configuration (conf/<MI300X|MI355X|…>/, with the
+# model's targets); its user guide warns the generic conf/ files "may not reflect the correct
+# thresholds" (docs/ug1main.md at 21584e14). The `rvs` parser adds RVS's own per-GPU verdicts.
 DEEP_SOURCES: dict[str, Source] = {
     "dcgmi-diag": Source("dcgmi-diag-json", "nvidia", ("dcgmi", "diag", "-r", "2", "-j"), also=()),
-    "rvs-babel": Source("rvs-measurements", "amd", ("rvs", "-c", f"{_RVS_CONF}/babel.conf")),
-    "rvs-iet": Source("rvs-measurements", "amd", ("rvs", "-c", f"{_RVS_CONF}/iet_single.conf")),
-    "rvs-pebb": Source("rvs-measurements", "amd", ("rvs", "-c", f"{_RVS_CONF}/pebb_single.conf")),
+    **{
+        f"rvs-{module}": Source("rvs-measurements", "amd", ("rvs", "-m", module), also=("rvs",))
+        for module in ("babel", "gst", "iet", "pebb", "pbqt")
+    },
 }
 DEEP_TIMEOUT_S = 1800
 _DEVICE_PATHS = {"amd": ("/dev/kfd", "/dev/dri"), "nvidia": ("/dev/nvidiactl", "/dev/nvidia0")}
