@@ -152,7 +152,7 @@ def test_an_origin_the_operator_listed_may_be_internal_and_only_that_origin():
 class _Server:
     """A local HTTP server that records each request's Host header and answers `answer`."""
 
-    def __init__(self, answer):
+    def __init__(self, answer, tls=None):
         seen = self.seen = []
 
         class Handler(BaseHTTPRequestHandler):
@@ -170,6 +170,8 @@ class _Server:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -208,3 +210,68 @@ def test_a_redirect_to_an_internal_host_is_never_followed(hostile_dns):
     finally:
         server.close()
     assert len(server.seen) == 2
+
+
+def _certificate_for(name: str, directory) -> tuple[str, str]:
+    """A self-signed certificate for `name` (cert file, key file), as a TLS server would hold."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    moment = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(moment - datetime.timedelta(minutes=5))
+        .not_valid_after(moment + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(cert_file), str(key_file)
+
+
+def test_over_tls_the_checked_address_is_connected_to_and_the_name_is_verified(
+    hostile_dns, tmp_path
+):
+    import ssl
+
+    cert_file, key_file = _certificate_for("pinned.example", tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    names_asked = []
+    context.sni_callback = lambda sock, name, ctx: names_asked.append(name)
+    server = _Server((200, {}), tls=context)
+    hostile_dns.answers["pinned.example"] = ["127.0.0.1"]
+    trusted = ssl.create_default_context(cafile=cert_file)
+    try:
+        with POLICY.client(Exemptions(loopback=True), verify=trusted) as client:
+            response = client.get(f"https://pinned.example:{server.port}/")
+        # The certificate names pinned.example, not 127.0.0.1: asked for by address, it fails.
+        with (
+            POLICY.client(Exemptions(loopback=True), verify=trusted) as client,
+            pytest.raises(httpx.ConnectError, match=r"certificate|match"),
+        ):
+            client.get(f"https://127.0.0.1:{server.port}/")
+    finally:
+        server.close()
+    assert response.status_code == 200
+    assert names_asked[0] == "pinned.example"  # SNI carried the name
+    assert server.seen == [f"pinned.example:{server.port}"]
