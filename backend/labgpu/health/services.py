@@ -149,9 +149,7 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
                     + ", ".join(missing)
                     + ".",
                     "evidence": {"required": list(node.booking.pool.required_smoke)},
-                    "remediation": "Install labgpu-agent[smoke] (or set the pool's "
-                    "smoke_preinstalled only for images that have torch, diffusers and "
-                    "transformers) and let the agent run every required smoke test.",
+                    "remediation": _smoke_remediation(missing, payload["smoke"]),
                 }
             )
     report = HealthReport.objects.create(
@@ -182,6 +180,27 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
                 findings=failing,
             )
     return report
+
+
+def _smoke_remediation(missing: list[str], smoke: list[dict[str, Any]]) -> str:
+    """What to do depends on why the tests did not pass: a GPU PyTorch cannot see is a driver
+    matter (the smoke packages are there), a failed test has its own reason; only tests never
+    run point at the smoke packages. English, like the agent's own findings beside it."""
+    results = [r for r in smoke if r.get("name") in missing]
+    if any("sees no GPU" in str(r.get("reason") or "") for r in results):
+        return (
+            "PyTorch on the node sees no GPU, so the smoke tests could not run: fix the driver "
+            "and device findings of this report first; the smoke packages are installed."
+        )
+    if any(r.get("status") == "failed" for r in results):
+        return (
+            "A required smoke test failed on the node: read its reason in this report and run "
+            "`labgpu-agent smoke NAME` there by hand."
+        )
+    return (
+        "Install labgpu-agent[smoke] (or set the pool's smoke_preinstalled only for images that "
+        "have torch, diffusers and transformers) and let the agent run every required smoke test."
+    )
 
 
 def _required_smoke_not_passed(required: list[str], smoke: list[dict[str, Any]]) -> list[str]:

@@ -371,3 +371,24 @@ def test_I5_a_report_without_the_pools_required_smoke_fails_the_node_whatever_th
     assert "bandwidth, sdxl, llm" in finding["message"]
     node.refresh_from_db()
     assert node.status == "failed" and "bandwidth, sdxl, llm" in node.failure_reason
+
+
+def test_required_smoke_skipped_because_no_gpu_is_visible_points_at_the_driver(node):
+    """Issue 23 item 4: with no GPU visible the reason is the driver, not a missing package —
+    the remediation never says to install the smoke extra then."""
+    heartbeat = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    sent = report()
+    for result in sent["smoke"]:
+        result.update(
+            status="skipped",
+            value=None,
+            reason="PyTorch sees no GPU (torch.cuda.is_available() is False)",
+        )
+    response = bearer(heartbeat["heartbeat_token"]).post(
+        "/api/v1/agent/reports/", sent, format="json"
+    )
+    assert response.status_code == 201 and response.json()["verdict"] == "fail"
+    stored = HealthReport.objects.get(node=node)
+    (finding,) = [f for f in stored.findings if f["id"] == "smoke.required_not_passed"]
+    assert "sees no GPU" in finding["remediation"]
+    assert "Install labgpu-agent[smoke]" not in finding["remediation"]
