@@ -15,6 +15,7 @@ circuit breaker, once a publish failed, leaves publishing to the relay for `BREA
 
 import contextlib
 import logging
+import os
 import threading
 from datetime import timedelta
 from typing import Any
@@ -110,8 +111,14 @@ class _Publisher:
             self._drop()
         broker_breaker().succeeded()
 
+    def forget(self) -> None:
+        """In a forked child: the parent's socket is not ours to use or close."""
+        self._lock = threading.Lock()
+        self._connection = None
+
 
 _publisher = _Publisher()
+os.register_at_fork(after_in_child=_publisher.forget)
 
 
 def enqueue_on_commit(task: str, *args: Any, countdown: float = 0) -> None:
