@@ -3,6 +3,7 @@ then the proof that the embedded default serves."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,23 @@ def test_make_test_runs_once_on_postgresql_then_the_embedded_default_is_proven(w
     runs_make_test = [i for i, line in enumerate(ci_run) if line.startswith("make test")]
     assert len(runs_make_test) == 1
     assert runs_make_test[0] < ci_run.index(".ci/prove-embedded.sh")
+
+
+def test_ci_reruns_the_environment_dependent_tests_without_database_url_or_redis_url(workflow):
+    """The README's `make test` on a fresh machine: CI's main pass has both services, so the tests
+    whose path depends on them run again without (.ci/fresh-machine.sh), in .ci/run and here."""
+    script = (REPO / ".ci" / "fresh-machine.sh").read_text()
+    assert "unset DATABASE_URL REDIS_URL" in script
+    listed = re.findall(r"^\s+(labgpu/\S+\.py)", script, flags=re.M)
+    assert "labgpu/api/tests/test_throttling.py" in listed
+    for path in listed:
+        assert (REPO / "backend" / path).is_file(), path
+    ci_run = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    make_test = next(i for i, line in enumerate(ci_run) if line.startswith("make test"))
+    assert make_test < ci_run.index(".ci/fresh-machine.sh") < ci_run.index(".ci/prove-embedded.sh")
+    steps = runs(workflow["jobs"]["test"])
+    [fresh] = [i for i, run in enumerate(steps) if ".ci/fresh-machine.sh" in run]
+    assert next(i for i, run in enumerate(steps) if "make test" in run) < fresh
 
 
 def test_the_embedded_proof_runs_make_run_without_a_database_url_and_waits_for_readyz():
