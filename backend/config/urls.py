@@ -23,6 +23,7 @@ api_v1 = [
     path("", include("labgpu.feeds.urls")),
     path("", include("labgpu.invitations.urls")),
     path("", include("labgpu.sso.urls")),
+    path("", include("labgpu.directory.urls")),
     path("", include("labgpu.chat.urls")),
 ]
 

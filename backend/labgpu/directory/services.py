@@ -6,17 +6,24 @@ import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import ldap
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext_lazy as _
 
 from labgpu.accounts.models import User
 from labgpu.audit.services import audit_record
+from labgpu.core.errors import ApplicationError, Conflict, NotFound
 from labgpu.core.timeutils import now
 from labgpu.directory.ldap_client import (
     DirectoryEntry,
     DirectoryReader,
     DirectoryUnavailable,
     directory_id,
+    entry_uuid_of,
+    find_directory_account,
+    group_set,
+    ldap_configured,
 )
 from labgpu.directory.models import DirectoryAccount
 from labgpu.sso.services import sync_memberships
@@ -158,5 +165,61 @@ __all__ = [
     "ResyncResult",
     "directory_account_gone",
     "directory_account_seen",
+    "directory_link_by_user",
     "directory_resync_batch",
 ]
+
+
+@transaction.atomic
+def directory_link_by_user(*, user: User, username: str, password: str) -> DirectoryAccount:
+    """Rule (a) of I-10 for LDAP: `user`, signed in, proves a directory entry by binding as it
+    with its password; the entry is then bound to their account. Refused when the entry belongs
+    to another account or theirs is already bound to an entry."""
+    from django_auth_ldap.backend import _LDAPUser  # django-auth-ldap's own bind, by username
+
+    if not ldap_configured():
+        raise NotFound(_("No directory is configured."), code="ldap_not_configured")
+    ldap_user = _LDAPUser(DirectoryReader(), username=username.strip())
+    try:
+        ldap_user._authenticate_user_dn(password)
+        dn, attrs, groups = ldap_user.dn, ldap_user.attrs, group_set(ldap_user)
+    except (ldap_user.AuthenticationFailed, ldap.LDAPError):
+        raise ApplicationError(
+            _("The directory refused this name and password."),
+            code="invalid_credentials",
+            field="password",
+        ) from None
+    entry_uuid = entry_uuid_of(attrs)
+    bound = find_directory_account(dn=dn, entry_uuid=entry_uuid)
+    if bound is not None and bound.user_id != user.pk:
+        raise Conflict(
+            _("This directory entry is already linked to another account."), code="identity_taken"
+        )
+    if bound is None and DirectoryAccount.objects.filter(user=user).exists():
+        raise Conflict(
+            _("Your account is already linked to another directory entry."),
+            code="already_linked",
+        )
+    if bound is not None:
+        return bound
+    moment = now()
+    account = DirectoryAccount.objects.create(
+        user=user,
+        directory=directory_id(),
+        dn=dn,
+        entry_uuid=entry_uuid,
+        login_name=username.strip(),
+        groups=sorted(groups),
+        last_synced_at=moment,
+        link_method=DirectoryAccount.Method.USER,
+        confirmed_at=moment,
+        confirmed_by=user,
+    )
+    audit_record(
+        actor=user,
+        action="user.directory_link",
+        target=user,
+        data={"user": user.username, "dn": dn, "entry_uuid": entry_uuid},
+    )
+    _sync_memberships(user=user, groups=groups)
+    return account

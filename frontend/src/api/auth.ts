@@ -1,5 +1,5 @@
 import { api, unwrap } from './client'
-import type { AuthProviders, Me, MePatch, SshKey } from './types'
+import type { AuthProviders, Me, MePatch, MyIdentities, SshKey } from './types'
 
 export async function ensureCsrfCookie(): Promise<void> {
   await api.GET('/api/v1/auth/csrf/')
@@ -39,4 +39,9 @@ export function addSshKey(name: string, publicKey: string): Promise<SshKey> {
 
 export async function deleteSshKey(id: number): Promise<void> {
   await unwrap(api.DELETE('/api/v1/me/ssh-keys/{id}/', { params: { path: { id } } }))
+}
+
+/** The external identities bound to my account, and the provider link to bind one (issue 22). */
+export function fetchMyIdentities(): Promise<MyIdentities> {
+  return unwrap(api.GET('/api/v1/me/identities/'))
 }

@@ -907,6 +907,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/identities/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The external identities bound to my account, and how to link one (invariant I-10: the
+         *     person proves both sides; nothing is linked by name).
+         */
+        get: operations["v1_me_identities_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/identities/ldap/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Link my account to my directory entry by signing in to the directory here (rule a of
+         *     I-10). Limited like a login, per client address.
+         */
+        post: operations["v1_me_identities_ldap_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/ssh-keys/": {
         parameters: {
             query?: never;
@@ -2372,6 +2412,26 @@ export interface components {
          * @enum {string}
          */
         LanguageEnum: "en" | "zh-hans";
+        LdapLinkRequest: {
+            username: string;
+            password: string;
+        };
+        LinkedIdentity: {
+            kind: components["schemas"]["LinkedIdentityKindEnum"];
+            /** @description The OIDC issuer, or the directory. */
+            provider: string;
+            /** @description The OIDC subject, or the directory entry's DN. */
+            identifier: string;
+            link_method: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * @description * `oidc` - oidc
+         *     * `ldap` - ldap
+         * @enum {string}
+         */
+        LinkedIdentityKindEnum: "oidc" | "ldap";
         LoginRequest: {
             username: string;
             password: string;
@@ -2418,6 +2478,13 @@ export interface components {
          * @enum {string}
          */
         MembershipRoleEnum: "member" | "lab_admin";
+        MyIdentities: {
+            identities: components["schemas"]["LinkedIdentity"][];
+            /** @description Send the browser here (with &next=<SPA path>) to link your account at the OpenID Provider; null when OIDC is off or you are linked there already. */
+            oidc_link_url: string | null;
+            /** @description Whether POST me/identities/ldap/ can link a directory entry now. */
+            ldap_link: boolean;
+        };
         MyMembership: {
             readonly id: number;
             readonly lab: components["schemas"]["LabSummary"];
@@ -8655,6 +8722,149 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_me_identities_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MyIdentities"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_me_identities_ldap_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LdapLinkRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["LdapLinkRequest"];
+                "multipart/form-data": components["schemas"]["LdapLinkRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkedIdentity"];
                 };
             };
             /** @description Invalid input */

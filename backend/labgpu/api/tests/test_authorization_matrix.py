@@ -189,6 +189,8 @@ MATRIX |= {
     # Mailing a verification link to an address is one's own business; opening it needs only
     # the link's secret (issue 22 item 4).
     "POST /api/v1/me/email/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/me/identities/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/me/identities/ldap/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/email/verify/": ANYONE,
 }
 

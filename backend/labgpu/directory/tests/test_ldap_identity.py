@@ -109,3 +109,33 @@ def test_I10_a_flagged_name_link_to_a_site_admin_signs_nobody_in_until_confirmed
 
     assert refused.status_code == 401
     assert confirmed.status_code == 200 and confirmed.json()["username"] == "carol"
+
+
+def test_I10_a_signed_in_person_links_their_directory_entry_by_proving_it(ldap_on, carol, alice):
+    from conftest import client_for
+
+    wrong = client_for(carol).post(
+        "/api/v1/me/identities/ldap/", {"username": "carol", "password": "guess"}, format="json"
+    )
+    linked = client_for(carol).post(
+        "/api/v1/me/identities/ldap/",
+        {"username": "carol", "password": PASSWORDS["carol"]},
+        format="json",
+    )
+    taken = client_for(alice).post(
+        "/api/v1/me/identities/ldap/",
+        {"username": "carol", "password": PASSWORDS["carol"]},
+        format="json",
+    )
+    _, signed_in = spa_login("carol", PASSWORDS["carol"])
+
+    assert wrong.status_code == 400 and wrong.json()["code"] == "invalid_credentials"
+    assert linked.status_code == 201, linked.content
+    assert linked.json()["identifier"] == f"uid=carol,{PEOPLE}"
+    account = DirectoryAccount.objects.get(user=carol)
+    assert (account.link_method, account.confirmed_by) == ("user", carol)
+    assert account.entry_uuid
+    assert taken.status_code == 409 and taken.json()["code"] == "identity_taken"
+    assert signed_in.json()["username"] == "carol"  # her own proof, not her name, linked it
+    listed = client_for(carol).get("/api/v1/me/identities/").json()
+    assert listed["identities"][0]["kind"] == "ldap" and listed["ldap_link"] is False
