@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 
-import { apiCall, book, cancelBooking, freeWindow, listPools, personIn, signIn, useBrowser } from './support.mjs'
+import { apiCall, book, cancelBooking, django, freeWindow, listPools, me, personIn, signIn, useBrowser, wallTime } from './support.mjs'
 
 const messages = {
   en: JSON.parse(readFileSync(new URL('../src/i18n/en.json', import.meta.url), 'utf8')),
@@ -12,6 +12,22 @@ const messages = {
 }
 /** The catalogue's sentence up to its first placeholder: what the page must show whatever the time. */
 const lead = (text) => text.split('{')[0]
+
+/** Fill the booking form's window as a person of `locale` types it (zh-CN: `2026-12-01 15:00`). */
+async function fillWindow(page, locale, timeZone, window) {
+  const wall = (iso) => (locale === 'zh-CN' ? wallTime(iso, timeZone).replace('T', ' ') : wallTime(iso, timeZone))
+  await page.locator('#booking-start').fill(wall(window.start))
+  await page.locator('#booking-end').fill(wall(window.end))
+}
+
+/** Submit the booking form; the server's answer (a refusal here). */
+async function submitForm(page) {
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/api/v1/bookings/')),
+    page.locator('[data-testid=booking-submit]').click(),
+  ])
+  return { status: answer.status(), body: await answer.json() }
+}
 
 describe('the app says what is true (issue 24, truth)', () => {
   const { browser, cleanup } = useBrowser()
@@ -52,4 +68,72 @@ describe('the app says what is true (issue 24, truth)', () => {
       await context.close()
     })
   }
+
+  for (const locale of ['zh-CN', 'en']) {
+    it(`item 4: a member-limit refusal says the server's figures in ${locale}, with no "time is taken" box`, async () => {
+      const text = messages[locale]
+      const alice = (await signIn(browser, 'alice')).context
+      const pool = (await listPools(alice)).find((p) => !p.requires_approval)
+      const who = await me(alice)
+      const before = django(`from labgpu.accounts.models import Membership as M; import json; print(json.dumps({m.pk: m.max_hours_per_week for m in M.objects.filter(user_id=${who.id})}))`)
+      const saved = JSON.parse(before.split('\n').pop())
+      cleanup.push(async () => {
+        for (const [pk, hours] of Object.entries(saved)) {
+          django(`from labgpu.accounts.models import Membership as M; M.objects.filter(pk=${pk}).update(max_hours_per_week=${hours ?? 'None'})`)
+        }
+      })
+      django(`from labgpu.accounts.models import Membership as M; M.objects.filter(user_id=${who.id}).update(max_hours_per_week=1)`)
+      const window = await freeWindow(alice, pool, 120)
+
+      const { context, page } = await personIn(browser, 'alice', { lang: locale })
+      await page.goto(`/bookings/new?pool=${pool.id}`)
+      await page.locator('#booking-start').waitFor()
+      await fillWindow(page, locale, who.timezone, { start: window.start, end: new Date(Date.parse(window.start) + 2 * 3_600_000).toISOString() })
+      const answer = await submitForm(page)
+      assert.equal(answer.status, 409, JSON.stringify(answer.body))
+      assert.equal(answer.body.code, 'member_hours_exceeded')
+      const shown = await page.locator('[data-testid=form-error]').innerText()
+      assert.ok(shown.includes(lead(text.errors.detail.member_hours_exceeded)), shown)
+      // The server's week, as the member's Monday, and their limit of 1 hour.
+      assert.ok(shown.includes(answer.body.extra.week_start), `${shown} names the week ${answer.body.extra.week_start}`)
+      assert.match(shown, /(?<![\d.])1(?![\d.]*\d)/)
+      assert.ok(shown.includes(text.booking.memberLimitHelp), shown)
+      assert.ok(!(await page.content()).includes(text.booking.conflictTitle), 'no "that time is taken" box')
+      await context.close()
+    })
+  }
+
+  it('item 4: a quota refusal names the month and what is left, and lets a lab admin request more for that month', async () => {
+    const text = messages.en
+    const bob = (await signIn(browser, 'bob')).context
+    const pool = (await listPools(bob)).find((p) => !p.requires_approval)
+    const who = await me(bob)
+    const window = await freeWindow(bob, pool, 60)
+    const month = window.start.slice(0, 7)
+    const labs = who.memberships.map((m) => m.lab.id).join(',')
+    const rows = `Quota.objects.filter(lab_id__in=[${labs}], instance_type_id=${pool.instance_type}, month='${month}-01')`
+    const saved = django(`from labgpu.quotas.models import Quota; import json; print(json.dumps({q.pk: str(q.gpu_hours) for q in ${rows}}))`)
+    cleanup.push(async () => {
+      for (const [pk, hours] of Object.entries(JSON.parse(saved.split('\n').pop()))) {
+        django(`from labgpu.quotas.models import Quota; Quota.objects.filter(pk=${pk}).update(gpu_hours='${hours}')`)
+      }
+    })
+    django(`from labgpu.quotas.models import Quota; ${rows}.update(gpu_hours=0)`)
+
+    const { context, page } = await personIn(browser, 'bob', { lang: 'en' })
+    await page.goto(`/bookings/new?pool=${pool.id}`)
+    await page.locator('#booking-start').waitFor()
+    await fillWindow(page, 'en', who.timezone, { start: window.start, end: new Date(Date.parse(window.start) + 3_600_000).toISOString() })
+    const answer = await submitForm(page)
+    assert.equal(answer.status, 409, JSON.stringify(answer.body))
+    assert.equal(answer.body.code, 'quota_exceeded')
+    const shown = await page.locator('[data-testid=form-error]').innerText()
+    assert.ok(shown.includes(`in ${answer.body.extra.month.slice(0, 7)}`), shown)
+    assert.ok(shown.includes(`has ${Number(answer.body.extra.remaining_gpu_hours)} left`), shown)
+    assert.ok(!(await page.content()).includes(text.booking.conflictTitle), 'no "that time is taken" box')
+    await page.locator('[data-testid=quota-request-link]').click()
+    await page.waitForURL(`**/quotas?month=${answer.body.extra.month.slice(0, 7)}`)
+    assert.equal(await page.inputValue('#quota-month'), answer.body.extra.month.slice(0, 7))
+    await context.close()
+  })
 })

@@ -80,6 +80,8 @@ export class ApiError extends Error {
   readonly code: string
   readonly fields: Record<string, string[]>
   readonly nextFree: Window[]
+  /** The figures a refusal carries (docs/api.md's error table: quota left, limits…). */
+  readonly extra: Record<string, unknown>
 
   constructor(status: number, body: Partial<ApiErrorBody> | null | undefined) {
     super(body?.message || `HTTP ${status}`)
@@ -89,6 +91,7 @@ export class ApiError extends Error {
     const extra = body?.extra
     this.fields = (extra?.fields as Record<string, string[]> | undefined) ?? {}
     this.nextFree = (extra?.next_free as Window[] | undefined) ?? []
+    this.extra = (extra as Record<string, unknown> | undefined) ?? {}
   }
 }
 

@@ -47,9 +47,13 @@ export function useFormat() {
   const secondsFmt = computed(
     () => new Intl.NumberFormat(locale.value, { style: 'unit', unit: 'second', unitDisplay: 'long' }),
   )
-  /** A wait as people say it: "40 seconds" under a minute and a half, else as `duration`. */
-  const waitTime = (seconds: number) =>
-    seconds < 90 ? secondsFmt.value.format(Math.round(seconds)) : duration(seconds * 1000)
+  /** A wait as people say it: "40 seconds" under a minute and a half, else whole minutes rounded
+   *  up (a wait is never shorter than it reads), then hours. */
+  const waitTime = (seconds: number) => {
+    if (seconds < 90) return secondsFmt.value.format(Math.round(seconds))
+    const minutes = Math.ceil(seconds / 60)
+    return minutes < 120 ? minutesFmt.value.format(minutes) : hoursFmt.value.format(minutes / 60)
+  }
 
   return {
     timeZone,

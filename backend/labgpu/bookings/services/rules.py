@@ -172,11 +172,16 @@ def check_member_limits(ask: Ask, snap: BookingSnapshot) -> None:
         )
         if existing + new > limit:
             left = max(limit - existing, timedelta(0)).total_seconds() / 3600
+            week = week_start.astimezone(tz).date().isoformat()
             raise Conflict(
                 f"Your lab allows you {membership.max_hours_per_week} hours per week; "
-                f"{left:g} left in the week of {week_start.astimezone(tz).date().isoformat()}.",
+                f"{left:g} left in the week of {week}.",
                 code="member_hours_exceeded",
-                extra={"limit_hours": membership.max_hours_per_week, "remaining_hours": left},
+                extra={
+                    "limit_hours": membership.max_hours_per_week,
+                    "remaining_hours": left,
+                    "week_start": week,
+                },
             )
         week_start, week_end = week_bounds(week_end, tz)
 

@@ -1,6 +1,7 @@
 """Each booking rule answers with a clear error and a stable code (docs/api.md lists them)."""
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -146,6 +147,10 @@ def test_member_weekly_hours_limit(as_alice, alice, vision_lab, pool, quotas, mi
     response = book(as_alice, pool, start + timedelta(hours=3), start + timedelta(hours=5))
     assert_error(response, 409, "member_hours_exceeded")
     assert response.json()["extra"]["remaining_hours"] == 1
+    # The week the refusal is about, as the member's Monday (the SPA says it in their language).
+    monday = mid_next_week.astimezone(ZoneInfo(alice.timezone)).date()
+    monday -= timedelta(days=monday.weekday())
+    assert response.json()["extra"]["week_start"] == monday.isoformat()
 
 
 def test_member_concurrent_bookings_limit(as_alice, alice, vision_lab, pool, quotas, tomorrow):

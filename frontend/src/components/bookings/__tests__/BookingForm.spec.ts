@@ -55,12 +55,14 @@ const api = vi.hoisted(() => ({
   poolAvailability: vi.fn(),
   poolFreeWindows: vi.fn(),
   listQuotas: vi.fn(),
+  listPoolReadyTimes: vi.fn(async () => [{ pool: 2, median_seconds: 40, max_seconds: 95, samples: 7 }]),
 }))
 vi.mock('@/api/bookings', () => ({ createBooking: api.createBooking }))
 vi.mock('@/api/quotas', () => ({ listQuotas: api.listQuotas }))
 vi.mock('@/api/catalog', () => ({
   poolAvailability: api.poolAvailability,
   poolFreeWindows: api.poolFreeWindows,
+  listPoolReadyTimes: api.listPoolReadyTimes,
   listPools: async () => [pool],
   listInstanceTypes: async () => [instanceType],
   listLabs: async () => [],
@@ -242,6 +244,29 @@ describe('BookingForm', () => {
     expect(options).toHaveLength(1)
     await options[0]!.trigger('click')
     expect((wrapper.get('#booking-start').element as HTMLInputElement).value).toBe('2026-12-02T14:00')
+  })
+
+  it('says how long a node of the pool takes, from the server\'s figures', async () => {
+    const wrapper = await mountForm()
+    expect(wrapper.get('[data-testid=booking-ready-hint]').text()).toContain('40 seconds (slowest 2 minutes) over the last 7 nodes')
+  })
+
+  it('on a quota refusal says the server\'s figures, offers no "time taken" box and tells who can ask for more', async () => {
+    api.createBooking.mockRejectedValueOnce(
+      new ApiError(409, {
+        message: 'Not enough quota for 2026-12: 8.00 GPU-hours needed, 2.50 remaining.',
+        code: 'quota_exceeded',
+        extra: { month: '2026-12-01', needed_gpu_hours: '8.00', remaining_gpu_hours: '2.50' },
+      }),
+    )
+    const wrapper = await mountForm()
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    expect(wrapper.get('[data-testid=form-error]').text()).toContain('This booking needs 8 GPU-hours in 2026-12; your lab has 2.5 left that month.')
+    expect(wrapper.text()).not.toContain('That time is taken')
+    expect(wrapper.find('[data-testid=next-free-option]').exists()).toBe(false)
+    // alice is no lab admin here: she is told to ask one of the lab.
+    expect(wrapper.get('[data-testid=form-refusal-help]').text()).toContain('ask an admin of')
   })
 
   it('refuses a window that ends before it starts without asking the API', async () => {
