@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from conftest import LOCAL_FIXTURES
 
-from labgpu_agent.checks import check_smoke, run_checks
+from labgpu_agent.checks import check_deep_run, check_smoke, run_checks
 from labgpu_agent.collect import facts_from_outputs, fixture_profile_names, load_fixture_profile
 from labgpu_agent.facts import Diagnostic, InterconnectLink, ParseProblem, PcieLink
 from labgpu_agent.parsers import parse
 from labgpu_agent.profiles import PROFILES, get_profile
 from labgpu_agent.smoke.base import SmokeResult
+from labgpu_agent.stress import DeepRun
 
 EIGHT_MI300X = (
     LOCAL_FIXTURES / "published" / "amd-smi" / "default_8x_mi300x_load_rocm7.0.0_changelog.txt"
@@ -160,6 +161,23 @@ def smoke_faults() -> list[SmokeResult]:
     ]
 
 
+def deep_faults() -> DeepRun:
+    """`check --deep`'s own tests (labgpu_agent.stress) with every fault they judge."""
+    run = DeepRun(status="failed", reason="burn: AcceleratorError: device-side assert")
+    for metric, value in (
+        ("bf16_tflops", 100.0),
+        ("wrong_results", 2),
+        ("temperature_c_max", 99.0),
+        ("hbm_temperature_c_max", 99.0),
+        ("sm_clock_mhz_median", 300.0),
+    ):
+        run.add("burn", 0, metric, value, "")
+    run.add("burn", 0, "telemetry_samples", 10, "", throttle_reasons=["hw_thermal_slowdown"])
+    run.add("hbm", 0, "mismatches", 5, "words", tested_gib=1)
+    run.add("p2p", 0, "p2p_gb_per_s", 1.0, "GB/s", peer=1)
+    return run
+
+
 def test_every_finding_code_is_walked_and_its_remediation_fits_the_vendor():
     """Issue 23 item 4: every id checks.py can emit is produced here — by a shipped recording
     under either vendor's pool, or by an edited copy of a recording — and each remediation names
@@ -176,8 +194,11 @@ def test_every_finding_code_is_walked_and_its_remediation_fits_the_vendor():
             for p in PROFILES.values()
             if p.vendor == vendor
         ]
+        held = replace(facts, gpus=[replace(facts.gpus[0], vram_used_mib=60_000.0)])
+        cases.append((held, one))
         for case_facts, profile in cases:
             findings = run_checks(case_facts, profile, smoke_faults(), [*SMOKE, "llm"])
+            findings += check_deep_run(deep_faults(), case_facts, two)
             for f in findings:
                 assert f.remediation, f.id
                 assert not FOREIGN[vendor].search(f.remediation), (vendor, f.id, f.remediation)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from labgpu_agent.facts import Facts, GpuFacts, ParseProblem
+from labgpu_agent.facts import Facts, GpuFacts, GpuProcess, ParseProblem
 from labgpu_agent.parsers._text import version_tuple
 from labgpu_agent.profiles import InstanceProfile
 from labgpu_agent.smoke.base import SmokeResult
@@ -48,7 +48,10 @@ def run_checks(
     profile: InstanceProfile,
     smoke: list[SmokeResult] | None = None,
     required_smoke: list[str] | None = None,
+    handover: bool = True,
 ) -> list[Finding]:
+    """`handover`: the report decides whether a user gets the node (the gate, `check`); a deep
+    check asked for during a booking is not, and the user's own processes are then expected."""
     findings: list[Finding] = []
     mismatch = check_vendor(facts, profile)
     # On the other vendor's GPUs every driver, device-node and ROCm check would misfire
@@ -56,6 +59,8 @@ def run_checks(
     for check in () if mismatch else CHECKS:
         findings.extend(check(facts, profile))
     findings.extend(mismatch)
+    if not mismatch:
+        findings.extend(check_in_use(facts, profile, handover=handover))
     findings.extend(check_smoke(smoke or [], profile, required=required_smoke))
     return findings
 
@@ -107,6 +112,107 @@ def _partition_factor(gpu: GpuFacts) -> int:
 
 def _gpu_label(gpu: GpuFacts) -> str:
     return f"GPU {gpu.index}" + (f" ({gpu.bdf})" if gpu.bdf else "")
+
+
+# Memory a GPU may show used with nobody on it: an H200 at rest reads 0 MiB, an MI300X VF 285 MiB
+# (the recorded fixture profiles); one CUDA context costs about 500 MiB.
+IN_USE_FLOOR_MIB = 1024
+
+
+def _processes_by_gpu(facts: Facts) -> dict[int | None, list[GpuProcess]]:
+    """Other processes on each GPU (the agent's own left out), each once although both the XML
+    and the compute-apps CSV list it."""
+    index_of = {g.bdf: g.index for g in facts.gpus if g.bdf}
+    index_of.update({g.uuid: g.index for g in facts.gpus if g.uuid})
+    seen: dict[tuple[int, int | None], GpuProcess] = {}
+    for proc in facts.gpu_processes:
+        if proc.own:
+            continue
+        gpu = proc.gpu
+        if gpu is None:
+            gpu = index_of.get(proc.bdf) if proc.bdf else None
+        if gpu is None and proc.gpu_uuid:
+            gpu = index_of.get(proc.gpu_uuid)
+        known = seen.setdefault((proc.pid, gpu), proc)
+        if known.used_memory_mib is None:
+            known.used_memory_mib = proc.used_memory_mib
+        known.name = known.name or proc.name
+    grouped: dict[int | None, list[GpuProcess]] = {}
+    for (_, gpu), proc in seen.items():
+        grouped.setdefault(gpu, []).append(proc)
+    return grouped
+
+
+def _own_memory_mib(facts: Facts, gpu: GpuFacts) -> float:
+    return max(
+        (
+            p.used_memory_mib or 0.0
+            for p in facts.gpu_processes
+            if p.own and (p.gpu == gpu.index or (p.bdf and p.bdf == gpu.bdf))
+        ),
+        default=0.0,
+    )
+
+
+def check_in_use(facts: Facts, profile: InstanceProfile, *, handover: bool = True) -> list[Finding]:
+    """A GPU someone else holds (memory above the floor, or a process on it) is not healthy."""
+    findings: list[Finding] = []
+    lister = (
+        "`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`"
+        if profile.vendor == "nvidia"
+        else "`amd-smi process`"
+    )
+    processes = _processes_by_gpu(facts)
+    for gpu in facts.gpus:
+        procs = processes.get(gpu.index, [])
+        used = (gpu.vram_used_mib or 0.0) - _own_memory_mib(facts, gpu)
+        if used <= IN_USE_FLOOR_MIB and not procs:
+            continue
+        named = ", ".join(
+            f"{p.name or '?'} (pid {p.pid}"
+            + (f", {p.used_memory_mib:,.0f} MiB" if p.used_memory_mib is not None else "")
+            + ")"
+            for p in procs
+        )
+        findings.append(
+            Finding(
+                id="gpu.in_use",
+                severity="fail" if handover else "info",
+                message=f"{_gpu_label(gpu)} is already in use: {used:,.0f} MiB of its memory "
+                "is taken"
+                + (f" by {named}" if named else " (no process listed: another container or VM)")
+                + (
+                    f"; utilisation {gpu.utilisation_pct:.0f} %"
+                    if gpu.utilisation_pct is not None
+                    else ""
+                )
+                + ".",
+                evidence={
+                    "gpu": gpu.index,
+                    "vram_used_mib": gpu.vram_used_mib,
+                    "floor_mib": IN_USE_FLOOR_MIB,
+                    "utilisation_pct": gpu.utilisation_pct,
+                    "processes": [asdict(p) for p in procs],
+                },
+                remediation=f"Someone else holds this GPU before its user has logged in. List "
+                f"the holders ({lister}), stop them or re-create the node; a held GPU must not be "
+                "handed over.",
+            )
+        )
+    stray = [p for gpu, procs in processes.items() if gpu is None for p in procs]
+    if stray and not findings:
+        findings.append(
+            Finding(
+                id="gpu.in_use",
+                severity="fail" if handover else "info",
+                message="Processes hold a GPU before its user has logged in: "
+                + ", ".join(f"{p.name or '?'} (pid {p.pid})" for p in stray)
+                + ".",
+                evidence={"processes": [asdict(p) for p in stray]},
+                remediation=f"Stop them ({lister} lists them) or re-create the node.",
+            )
+        )
+    return findings
 
 
 def check_driver(facts: Facts, profile: InstanceProfile) -> list[Finding]:
@@ -1040,6 +1146,147 @@ def check_deep_measurements(facts: Facts, profile: InstanceProfile) -> list[Find
     return findings
 
 
+# The agent's own deep tests (labgpu_agent.stress). The sustained burn is judged like the matmul
+# smoke test, against the type's measured burn rate; a wrong result, a pattern word read back wrong
+# or a hardware slowdown under load fails whatever the rates.
+BURN_BAND = (0.85, 0.70)
+
+
+def check_deep_run(run: Any, facts: Facts, profile: InstanceProfile) -> list[Finding]:
+    """Judge a `stress.DeepRun` (its measurements are also in `facts.measurements`)."""
+    findings: list[Finding] = []
+    if run.status == "failed":
+        findings.append(
+            Finding(
+                id="deep.crashed",
+                severity="fail",
+                message=f"A deep test could not complete: {run.reason}",
+                evidence={"reason": run.reason},
+                remediation="Read `dmesg` for "
+                + ("Xid" if profile.vendor == "nvidia" else "amdgpu")
+                + " errors raised during the test; reset the GPU and re-run `labgpu-agent check "
+                "--deep`; replace it if it breaks again.",
+            )
+        )
+    max_clock = {g.index: g.sm_clock_max_mhz for g in facts.gpus}
+    burn_baseline = profile.baselines.get("deep:burn_bf16_tflops") or profile.baselines.get(
+        "matmul:bf16_tflops"
+    )
+    warn_below, fail_below = profile.baseline_bands.get("deep:burn_bf16_tflops", BURN_BAND)
+    for m in run.measurements:
+        test, metric, value, gpu = m["test"], m["metric"], m["value"], m["gpu"]
+        where = f"GPU {gpu}" + (f" → GPU {m['peer']}" if "peer" in m else "")
+        if metric in ("wrong_results", "mismatches") and value:
+            what = {
+                "burn": f"{value} of {m.get('windows')} burn windows computed a product that "
+                f"differs from the first (largest relative error {m.get('max_error', 0):.3g})",
+                "hbm": f"{value:,} memory words read back differently from the pattern written "
+                f"({m.get('tested_gib')} GiB tested)",
+            }.get(test, f"the {test} copy arrived corrupted")
+            findings.append(
+                Finding(
+                    id=f"deep.{test}_wrong",
+                    severity="fail",
+                    message=f"{where}: {what}.",
+                    evidence=m,
+                    remediation="The GPU returns wrong data: drain the node, reset the GPU and "
+                    "re-run `labgpu-agent check --deep`; replace it if errors return.",
+                )
+            )
+        elif test == "burn" and metric == "bf16_tflops" and burn_baseline:
+            ratio = value / burn_baseline
+            if ratio < warn_below:
+                findings.append(
+                    Finding(
+                        id="deep.burn_slow",
+                        severity="fail" if ratio < fail_below else "warn",
+                        message=f"{where} sustained {value:g} TFLOP/s of bf16 products over "
+                        f"{m.get('seconds')} s, {ratio:.0%} of the {profile.name} burn baseline "
+                        f"{burn_baseline:g} (warn under {warn_below:.0%}, fail under "
+                        f"{fail_below:.0%}).",
+                        evidence={**m, "baseline": burn_baseline, "fraction": round(ratio, 3)},
+                        remediation="Read the clocks, power and temperature sampled during the "
+                        "burn (same report); another process on the GPU, a power cap or a "
+                        "cooling fault slows it. Re-run; drain the node if it stays slow.",
+                    )
+                )
+        elif test == "burn" and metric == "telemetry_samples":
+            reasons = m.get("throttle_reasons") or []
+            hardware = [r for r in reasons if r.startswith("hw_")]
+            if hardware or "sw_thermal_slowdown" in reasons:
+                findings.append(
+                    Finding(
+                        id="deep.burn_throttled",
+                        severity="fail" if hardware else "warn",
+                        message=f"{where} clocks were held down during the burn: "
+                        f"{', '.join(reasons)}.",
+                        evidence=m,
+                        remediation="A hardware slowdown under load (thermal trip, power brake) "
+                        "is a cooling or power-supply fault: drain the node and check the BMC's "
+                        "event log.",
+                    )
+                )
+        elif test == "burn" and metric == "temperature_c_max" and value >= profile.max_hotspot_c:
+            findings.append(
+                Finding(
+                    id="deep.burn_hot",
+                    severity="warn",
+                    message=f"{where} reached {value:g} °C during the burn (limit "
+                    f"{profile.max_hotspot_c:g} °C).",
+                    evidence=m,
+                    remediation="Check fans, airflow and the inlet temperature; under a long job "
+                    "this GPU will throttle.",
+                )
+            )
+        elif test == "burn" and metric == "hbm_temperature_c_max" and value >= profile.max_memory_c:
+            findings.append(
+                Finding(
+                    id="deep.burn_memory_hot",
+                    severity="fail",
+                    message=f"{where} memory (HBM) reached {value:g} °C during the burn (limit "
+                    f"{profile.max_memory_c:g} °C).",
+                    evidence=m,
+                    remediation="Hot HBM throttles and raises its error rate: check airflow over "
+                    "the memory stacks; drain the node if it repeats.",
+                )
+            )
+        elif test == "burn" and metric == "sm_clock_mhz_median" and max_clock.get(gpu):
+            top = max_clock[gpu] or 0
+            if top and value < 0.5 * top:
+                findings.append(
+                    Finding(
+                        id="deep.burn_clocks_low",
+                        severity="warn",
+                        message=f"{where} ran its burn at a median {value:g} MHz, under half "
+                        f"of its {top:g} MHz maximum.",
+                        evidence={**m, "sm_clock_max_mhz": top},
+                        remediation="Check the power limit and the throttle reasons; a GPU held "
+                        "at low clocks delivers a fraction of what was paid for.",
+                    )
+                )
+        elif test == "p2p" and metric == "p2p_gb_per_s" and profile.p2p_gb_s:
+            ratio = value / profile.p2p_gb_s
+            if ratio < DEEP_WARN_BELOW:
+                findings.append(
+                    Finding(
+                        id="deep.p2p_slow",
+                        severity="fail" if ratio < DEEP_FAIL_BELOW else "warn",
+                        message=f"{where} copies at {value:g} GB/s, {ratio:.0%} of the "
+                        f"{profile.name} peer link ({profile.p2p_gb_s:g} GB/s one way).",
+                        evidence={**m, "expected": profile.p2p_gb_s, "fraction": round(ratio, 3)},
+                        remediation="Check "
+                        + (
+                            "`nvidia-smi topo -m`"
+                            if profile.vendor == "nvidia"
+                            else "`amd-smi topology`"
+                        )
+                        + " and the link state findings; a pair that falls back to PCIe has a "
+                        "link down.",
+                    )
+                )
+    return findings
+
+
 CHECKS: tuple[Check, ...] = (
     check_driver,
     check_kernel,
@@ -1144,6 +1391,9 @@ def check_smoke(
             if not result.higher_is_better:
                 ratio = 1 / ratio if ratio else 0.0
             key = f"{result.name}:{result.metric}"
+            if result.name == "llm" and result.params.get("mode", "generate") == "generate":
+                # Eager `generate` (before issue 23, or --mode generate) follows the host's CPU.
+                key = f"llm-generate:{result.metric}"
             warn_below, fail_below = (
                 profile.baseline_bands.get(key, (WARN_BELOW_BASELINE, FAIL_BELOW_BASELINE))
                 if profile is not None

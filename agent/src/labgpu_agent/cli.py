@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from labgpu_agent import __version__
-from labgpu_agent.checks import Finding, check_smoke, run_checks, verdict_of
+from labgpu_agent.checks import Finding, check_deep_run, check_smoke, run_checks, verdict_of
 from labgpu_agent.collect import (
     DEEP_SOURCES,
     FixtureProfile,
@@ -22,6 +22,8 @@ from labgpu_agent.collect import (
     facts_from_outputs,
     fixture_profile_names,
     load_fixture_profile,
+    mark_own_processes,
+    telemetry_reader,
 )
 from labgpu_agent.facts import Facts
 from labgpu_agent.parsers import PARSERS, ParseError, parse
@@ -29,6 +31,7 @@ from labgpu_agent.profiles import PROFILES, InstanceProfile, UnknownProfile, get
 from labgpu_agent.report import build_report
 from labgpu_agent.smoke import SMOKE_NAMES, run_smoke
 from labgpu_agent.smoke.base import SmokeResult
+from labgpu_agent.stress import BURN_S, DeepRun, run_deep_tests
 from labgpu_agent.usage import collect_usage_live, fixture_usage_from_env
 
 EXIT_BY_VERDICT = {"pass": 0, "warn": 1, "fail": 2}
@@ -64,11 +67,15 @@ def assemble_report(
     smoke_options: dict[str, dict[str, Any]] | None = None,
     required_smoke: list[str] | None = None,
     deep: bool = False,
+    deep_options: dict[str, Any] | None = None,
+    handover: bool = True,
 ) -> dict[str, Any]:
     """Collect (or replay), check, run smoke tests and build the validated report.
 
     `required_smoke` (default: every test in `smoke_names`) are the tests whose absence or skip
-    fails the report; `deep` also runs the vendor stress tools (RVS, DCGM diag) when present.
+    fails the report; `deep` also runs the agent's own deep tests (labgpu_agent.stress, options
+    in `deep_options`) and the vendor stress tools (RVS, DCGM diag) when present. `handover`:
+    the report decides whether a user gets the node (other processes on a GPU then fail it).
     """
     started = time.perf_counter()
     required = list(smoke_names if required_smoke is None else required_smoke)
@@ -79,14 +86,20 @@ def assemble_report(
     else:
         vendor = get_profile(profile_name).vendor if profile_name else None
         outputs = collect_live(vendor)
-        facts = facts_from_outputs(outputs)
+        facts = mark_own_processes(facts_from_outputs(outputs))
     collected = time.perf_counter()
     profile = get_profile(profile_name) if profile_name else _guess_profile(facts)
     deep_s = 0.0
+    deep_run: DeepRun | None = None
     if deep and fixture is None:
         deep_started = time.perf_counter()
         vendor = profile.vendor if profile else None
-        facts = facts_from_outputs({**outputs, **collect_deep(vendor)})
+        deep_run = run_deep_tests(read_telemetry=telemetry_reader(vendor), **(deep_options or {}))
+        facts = mark_own_processes(facts_from_outputs({**outputs, **collect_deep(vendor)}))
+        facts.measurements.extend(deep_run.measurements)
+        facts.sources["labgpu-deep"] = (
+            deep_run.status if deep_run.reason is None else f"{deep_run.status}: {deep_run.reason}"
+        )
         deep_s = time.perf_counter() - deep_started
     smoke: list[SmokeResult] = []
     smoke_started = time.perf_counter()
@@ -110,21 +123,30 @@ def assemble_report(
             )
         ]
     else:
-        findings = run_checks(facts, profile, smoke, required_smoke=required)
+        findings = run_checks(facts, profile, smoke, required_smoke=required, handover=handover)
+        if deep_run is not None:
+            findings.extend(check_deep_run(deep_run, facts, profile))
     if (
         deep
         and fixture is None
         and not any(facts.sources.get(name) == "ok" for name in DEEP_SOURCES)
+        and (deep_run is None or deep_run.status == "skipped")
     ):
         findings.append(
             Finding(
                 id="deep.unavailable",
                 severity="warn",
-                message="A deep check was asked for, but no vendor stress tool is installed "
-                "(rvs for AMD, dcgmi for NVIDIA); only the standard checks ran.",
-                evidence={name: facts.sources.get(name, "missing") for name in DEEP_SOURCES},
-                remediation="Install the ROCm Validation Suite (`rocm-validation-suite`) or "
-                "NVIDIA DCGM (`datacenter-gpu-manager`, with nv-hostengine running).",
+                message="A deep check was asked for, but neither the agent's own deep tests "
+                "(they need PyTorch and a visible GPU"
+                + (f": {deep_run.reason}" if deep_run and deep_run.reason else "")
+                + ") nor a vendor stress tool (rvs, dcgmi) could run; only the standard checks "
+                "ran.",
+                evidence={
+                    name: facts.sources.get(name, "missing")
+                    for name in [*DEEP_SOURCES, "labgpu-deep"]
+                },
+                remediation="Install the smoke extra (`pip install 'labgpu-agent[smoke]'` with a "
+                "CUDA or ROCm build of PyTorch), or the ROCm Validation Suite / NVIDIA DCGM.",
             )
         )
     timing = {
@@ -134,6 +156,8 @@ def assemble_report(
     }
     if deep:
         timing["deep_s"] = round(deep_s, 3)
+        for name, seconds in (deep_run.seconds if deep_run else {}).items():
+            timing[f"deep_{name}_s"] = seconds
     return build_report(
         facts=facts,
         findings=findings,
@@ -182,6 +206,9 @@ def _fixture(name: str | None) -> FixtureProfile | None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    deep_options: dict[str, Any] = {}
+    if args.burn_seconds is not None:
+        deep_options["burn_s"] = args.burn_seconds
     report = assemble_report(
         profile_name=args.profile,
         fixture=_fixture(args.fixture_profile),
@@ -189,6 +216,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.smoke
         else (list(SMOKE_NAMES) if args.fixture_profile else []),
         deep=args.deep,
+        deep_options=deep_options,
     )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -223,6 +251,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         "new_tokens",
         "prompt_tokens",
         "dtype",
+        "mode",
     ):
         value = getattr(args, key, None)
         if value is not None:
@@ -316,8 +345,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--deep",
         action="store_true",
-        help="also run the vendor stress tools when present (AMD RVS babel/iet/pebb, NVIDIA "
-        "dcgmi diag -r 2): minutes to an hour",
+        help="also run the deep tests: the agent's own (bf16 GEMM burn with clocks, power and "
+        "temperature sampled; HBM patterns over most of the free memory; host<->device and "
+        "peer-to-peer bandwidth) and the vendor stress tools when present (AMD RVS "
+        "babel/iet/pebb, NVIDIA dcgmi diag -r 2): minutes",
+    )
+    check.add_argument(
+        "--burn-seconds",
+        type=float,
+        help=f"--deep: how long the GEMM burn runs (default {BURN_S:.0f})",
     )
     check.set_defaults(func=cmd_check)
 
@@ -338,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument("--dtype", help="sdxl: bfloat16 (default) or float16")
     smoke.add_argument("--new-tokens", type=int, help="llm: tokens generated (128)")
     smoke.add_argument("--prompt-tokens", type=int, help="llm: prompt length (128)")
+    smoke.add_argument(
+        "--mode", choices=("graph", "generate"), help="llm: CUDA-graph decode (default) or generate"
+    )
     smoke.add_argument("--size", type=int, help="matmul: matrix side (8192)")
     smoke.add_argument("--size-gib", type=float, help="bandwidth: buffer size (4)")
     smoke.add_argument("--iters", type=int, help="timed repetitions")

@@ -10,7 +10,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
@@ -22,8 +22,10 @@ from labgpu_agent.facts import Facts, merge
 from labgpu_agent.parsers import ParseError, parse
 from labgpu_agent.parsers._text import shown
 from labgpu_agent.parsers.nvidia_smi import QUERY_FIELDS
+from labgpu_agent.parsers.processes import COMPUTE_APPS_FIELDS
 from labgpu_agent.parsers.system import WATCHED_ENV, parse_devices, parse_id
 from labgpu_agent.smoke.base import SmokeResult
+from labgpu_agent.telemetry import SAMPLE_SOURCES
 
 TOOL_TIMEOUT_S = 30
 
@@ -40,7 +42,10 @@ class Source:
 # Order matters: for a fact two sources both report, the first listed wins.
 SOURCES: dict[str, Source] = {
     "nvidia-smi-xml": Source(
-        "nvidia-smi-xml", "nvidia", ("nvidia-smi", "-q", "-x"), also=("nvidia-smi-remap",)
+        "nvidia-smi-xml",
+        "nvidia",
+        ("nvidia-smi", "-q", "-x"),
+        also=("nvidia-smi-remap", "nvidia-smi-processes"),
     ),
     "nvidia-smi-csv": Source(
         "nvidia-smi-csv", "nvidia", ("nvidia-smi", f"--query-gpu={QUERY_FIELDS}", "--format=csv")
@@ -48,6 +53,11 @@ SOURCES: dict[str, Source] = {
     # The text form of -q carries the same fields as the XML; published captures (the H100 one
     # healthy-h100 replays) often have only it. Live collection reads the XML instead.
     "nvidia-smi-q": Source("nvidia-smi-q", "nvidia", ("nvidia-smi", "-q")),
+    "nvidia-smi-apps": Source(
+        "nvidia-smi-apps",
+        "nvidia",
+        ("nvidia-smi", f"--query-compute-apps={COMPUTE_APPS_FIELDS}", "--format=csv"),
+    ),
     "amd-smi-static": Source("amd-smi-static", "amd", ("amd-smi", "static", "--json")),
     "amd-smi-metric": Source("amd-smi-metric", "amd", ("amd-smi", "metric", "--json")),
     "amd-smi-list": Source("amd-smi-list", "amd", ("amd-smi", "list", "--json")),
@@ -126,6 +136,34 @@ def collect_deep(vendor: str | None) -> dict[str, RawOutput]:
         for name, source in DEEP_SOURCES.items()
         if vendor is None or source.vendor == vendor
     }
+
+
+def mark_own_processes(facts: Facts, pid: int | None = None) -> Facts:
+    """The agent's own GPU context (a smoke test or deep test ran in this process) is not a
+    process holding the GPU."""
+    own = os.getpid() if pid is None else pid
+    for proc in facts.gpu_processes:
+        proc.own = proc.pid == own
+    return facts
+
+
+def telemetry_reader(vendor: str | None) -> Callable[[], Facts | None] | None:
+    """One-shot clocks/power/temperature query for the deep check's sampler (None: no tool)."""
+    vendor = vendor or ("nvidia" if _vendor_present("nvidia") else "amd")
+    source = SOURCES.get(SAMPLE_SOURCES.get(vendor, ""))
+    if source is None or shutil.which(source.command[0]) is None:
+        return None
+
+    def read() -> Facts | None:
+        raw = _run(source.command)
+        if raw.text is None or raw.exit_code != 0:
+            return None
+        try:
+            return parse(source.parser, raw.text)
+        except ParseError:
+            return None
+
+    return read
 
 
 def facts_from_outputs(outputs: Mapping[str, RawOutput]) -> Facts:

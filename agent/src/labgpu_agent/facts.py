@@ -118,6 +118,20 @@ class InterconnectLink:
 
 
 @dataclass
+class GpuProcess:
+    """A process holding a GPU context (nvidia-smi `<processes>` / `--query-compute-apps`)."""
+
+    pid: int
+    name: str | None = None
+    gpu: int | None = None  # index, when the tool says which GPU
+    gpu_uuid: str | None = None
+    bdf: str | None = None
+    used_memory_mib: float | None = None
+    type: str | None = None  # nvidia-smi: C (compute), G (graphics), C+G
+    own: bool | None = None  # the agent itself (set by the live collector, never by a parser)
+
+
+@dataclass
 class Facts:
     gpus: list[GpuFacts] = field(default_factory=list)
     driver_name: str | None = None
@@ -136,6 +150,7 @@ class Facts:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     interconnect: list[InterconnectLink] = field(default_factory=list)
     measurements: list[dict[str, Any]] = field(default_factory=list)  # deep-check numbers
+    gpu_processes: list[GpuProcess] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # source → ok | missing | error: …
     parse_problems: list[ParseProblem] = field(default_factory=list)
 

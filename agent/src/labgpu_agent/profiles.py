@@ -32,6 +32,7 @@ class InstanceProfile:
     hbm_bandwidth_gb_s: float = 0.0  # vendor peak per GPU (docs/gpu-facts.md), for --deep
     pcie_gb_s: float = 64.0  # PCIe Gen5 x16, one direction
     nvlinks_per_gpu: int = 0  # NVLinks each GPU of a multi-GPU node must have up (SXM: 18)
+    p2p_gb_s: float = 0.0  # one GPU to one peer, one direction (docs/gpu-facts.md), for --deep
     # Smoke metric → (warn below, fail below) as fractions of the baseline; metrics not listed use
     # checks.WARN_BELOW_BASELINE / FAIL_BELOW_BASELINE. Wider bands where run-to-run spread is wider
     # (docs/benchmarks.md measures it per metric).
@@ -78,6 +79,7 @@ PROFILES: dict[str, InstanceProfile] = {
     for p in (
         InstanceProfile(
             name="mi300x",
+            p2p_gb_s=64.0,
             hbm_bandwidth_gb_s=5300,
             vendor="amd",
             model_pattern=r"MI300X",
@@ -93,6 +95,7 @@ PROFILES: dict[str, InstanceProfile] = {
         ),
         InstanceProfile(
             name="mi325x",
+            p2p_gb_s=64.0,
             hbm_bandwidth_gb_s=6000,
             vendor="amd",
             model_pattern=r"MI325X",
@@ -107,6 +110,7 @@ PROFILES: dict[str, InstanceProfile] = {
         ),
         InstanceProfile(
             name="mi350x",
+            p2p_gb_s=76.8,
             hbm_bandwidth_gb_s=8000,
             vendor="amd",
             model_pattern=r"MI350X",
@@ -121,6 +125,7 @@ PROFILES: dict[str, InstanceProfile] = {
         ),
         InstanceProfile(
             name="mi355x",
+            p2p_gb_s=76.8,
             hbm_bandwidth_gb_s=8000,
             vendor="amd",
             model_pattern=r"MI355X",
@@ -136,6 +141,7 @@ PROFILES: dict[str, InstanceProfile] = {
         ),
         InstanceProfile(
             name="h100",
+            p2p_gb_s=450.0,
             hbm_bandwidth_gb_s=3350,
             vendor="nvidia",
             model_pattern=r"H100",
@@ -151,6 +157,7 @@ PROFILES: dict[str, InstanceProfile] = {
         ),
         InstanceProfile(
             name="h200",
+            p2p_gb_s=450.0,
             hbm_bandwidth_gb_s=4800,
             vendor="nvidia",
             model_pattern=r"H200",
@@ -160,25 +167,33 @@ PROFILES: dict[str, InstanceProfile] = {
             compute_units=132,
             compute_capability="9.0",
             nvlinks_per_gpu=18,
-            # What this agent measured on one H200 across 8-19 processes (issue 12,
-            # docs/benchmarks.md, agent/tests/fixtures/h200/run1…run5); LLM throughput is the
-            # fastest of 5 timed calls.
+            # What this agent measured on one H200 (issues 12 and 23, docs/benchmarks.md,
+            # agent/tests/fixtures/h200/run1…run7). LLM decode replays a CUDA graph per token
+            # (smoke/llm.py StaticDecoder) and reports the median of its timed calls.
             baselines={
                 "matmul:bf16_tflops": 790.0,
                 "bandwidth:copy_gb_per_s": 4300.0,
                 "sdxl:images_per_s": 1.30,
-                "llm:tokens_per_s_batch1": 48.0,
-                "llm:tokens_per_s_batch128": 5200.0,
+                "llm:tokens_per_s_batch1": 130.0,
+                "llm:tokens_per_s_batch128": 3700.0,
+                # check --deep: bf16 8192³ products back to back, held at the 700 W cap (about
+                # 1.45 GHz): 666.6-667.3 TFLOP/s over three 45 s burns (run7/deep-1…3.json).
+                "deep:burn_bf16_tflops": 665.0,
             },
             # Run-to-run spread between processes, as a fraction of the baseline: matmul
             # 0.92-1.03, bandwidth 0.99-1.00, SDXL 1.00 (±0.3 %) keep the default 85 % / 50 %;
-            # eager decode is host-bound and moved 0.68-1.34 (batch 1) and 0.82-1.27 (batch 128),
-            # so it warns under 55 % and fails under 35 %.
+            # graph-replayed decode repeats within ±1.5 % inside a process and its median within
+            # 0.995-1.007 between four processes (batch 1), so a 10 % loss warns and a 25 % loss
+            # fails: a healthy H200 is 8 spreads above the warn line, a 30 % slowdown below fail.
             baseline_bands={
-                "llm:tokens_per_s_batch1": (0.55, 0.35),
-                "llm:tokens_per_s_batch128": (0.55, 0.35),
+                "llm:tokens_per_s_batch1": (0.90, 0.75),
+                "llm:tokens_per_s_batch128": (0.90, 0.75),
+                # Eager `generate` (--mode generate, and reports from before issue 23) is bound
+                # by the host launching kernels and moved 0.68-1.34 between processes.
+                "llm-generate:tokens_per_s_batch1": (0.55, 0.35),
+                "llm-generate:tokens_per_s_batch128": (0.55, 0.35),
             },
-            baseline_source="measured by this agent on one H200 (issue 12); see docs/benchmarks.md",
+            baseline_source="measured by this agent on one H200 (issues 12, 23; benchmarks.md)",
         ),
     )
 }

@@ -30,6 +30,10 @@ from labgpu_agent.parsers.nvidia_smi import (
     parse_nvidia_smi_table,
     parse_nvidia_smi_xml,
 )
+from labgpu_agent.parsers.processes import (
+    parse_nvidia_smi_compute_apps,
+    parse_nvidia_smi_processes_xml,
+)
 from labgpu_agent.parsers.ras import (
     parse_amd_smi_bad_pages,
     parse_amd_smi_xgmi,
@@ -77,6 +81,8 @@ PARSERS: dict[str, Parser] = {
     "nvidia-smi-remap": parse_nvidia_remap_xml,
     "dcgmi-diag-json": parse_dcgmi_diag_json,
     "rvs-measurements": parse_rvs_measurements,
+    "nvidia-smi-processes": parse_nvidia_smi_processes_xml,
+    "nvidia-smi-apps": parse_nvidia_smi_compute_apps,
 }
 
 
