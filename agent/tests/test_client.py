@@ -223,3 +223,17 @@ def test_refused_usage_is_dropped_and_the_heartbeat_still_sent(api):
         {"status": "alive", "usage": {"gpus": [{"index": 0, "utilisation_pct": 900}]}},
         {"status": "alive"},
     ]
+
+
+def test_a_pool_that_wants_deep_at_handover_gets_a_deep_first_report(api):
+    """Bootstrap `deep: true` (NodePool.deep_at_handover): the first report is the deep check,
+    with the pool's smoke tests in it too."""
+    api.on("bootstrap", (200, {**BOOT, "required_smoke": ["matmul"], "deep": True}))
+    api.on("reports", (201, {}))
+    api.on("heartbeat", (200, {"action": "stop"}))
+    code = main(
+        ["run", "--api", api.url, "--token", "boot-once", "--fixture-profile", "healthy-h200"]
+    )
+    assert code == 0 and api.paths() == ["bootstrap", "reports", "heartbeat"]
+    ((_, _, first),) = [r for r in api.received if r[0].endswith("/reports/")]
+    assert first["deep"] is True and [s["name"] for s in first["smoke"]] == ["matmul"]

@@ -290,7 +290,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     fixture = _fixture(args.fixture_profile)
     smoke = _smoke_list(args.smoke) if args.smoke is not None else None
 
-    def make_report(boot: Bootstrap, deep: bool = False) -> dict[str, Any]:
+    def make_report(boot: Bootstrap, deep: bool | None = None) -> dict[str, Any]:
         # The pool decides which smoke tests are required (bootstrap answer); --smoke narrows
         # what runs, but a required test left out still fails the report.
         required = boot.required_smoke if boot.required_smoke is not None else list(SMOKE_NAMES)
@@ -299,7 +299,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             fixture=fixture,
             smoke_names=smoke if smoke is not None else required,
             required_smoke=required,
-            deep=deep,
+            # The handover report is deep when the pool says so; one asked for by a heartbeat
+            # comes during a booking, where the user's own processes are expected.
+            deep=boot.deep if deep is None else deep,
+            handover=deep is None,
         )
 
     if fixture is not None:

@@ -43,6 +43,7 @@ class Bootstrap:
     profile: str | None
     heartbeat_interval_s: float
     required_smoke: list[str] | None = None  # None: the agent's default (all four)
+    deep: bool = False  # the pool wants `check --deep` before handover (NodePool.deep_at_handover)
     # JupyterLab's token and port, when the booking asked for it (never logged)
     notebook: NotebookSpec | None = field(default=None, repr=False)
 
@@ -124,6 +125,7 @@ class AgentClient:
                 else None
             ),
             notebook=NotebookSpec.from_bootstrap(data.get("notebook")),
+            deep=data.get("deep") is True,
         )
 
     def send_report(self, token: str, report: dict[str, Any]) -> None:

@@ -223,6 +223,15 @@ class NodePool(BaseModel):
         validators=[validate_smoke_list],
         help_text=_("Smoke tests every node of this pool must pass: matmul, bandwidth, sdxl, llm."),
     )
+    # Issue 23: the agent's deep check (GEMM burn, HBM patterns, host and peer bandwidth) before
+    # each node is handed over; nodes are made per booking, so this is also "between bookings".
+    deep_at_handover = models.BooleanField(
+        default=False,
+        help_text=_(
+            "Every node of this pool runs the deep check (labgpu-agent check --deep: a few "
+            "minutes of GPU stress) before it is handed over."
+        ),
+    )
     smoke_preinstalled = models.BooleanField(
         default=False,
         help_text=_(

@@ -86,6 +86,8 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
         "heartbeat_interval_s": settings.LABGPU_HEARTBEAT_INTERVAL_S,
         # The agent fails its report when one of these cannot run (issue 12: never a silent skip).
         "required_smoke": list(pool.required_smoke),
+        # The first report must then come from `check --deep` (report_ingest holds it to that).
+        "deep": pool.deep_at_handover,
     }
     return answer | _bootstrap_notebook(node)
 
@@ -135,7 +137,21 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
     collected_at = report_validate(payload)
     crash_point("report.before_store")
     verdict, findings = payload["verdict"], list(payload["findings"])
-    if not payload.get("deep"):
+    handover = node.status in (NodeStatus.CHECKING, NodeStatus.BOOTING)
+    if handover and node.booking.pool.deep_at_handover and not payload.get("deep"):
+        verdict = HealthReport.Verdict.FAIL
+        findings.append(
+            {
+                "id": "deep.required_not_run",
+                "severity": "fail",
+                "message": "The pool requires the deep check before handover, but this report "
+                "is not one.",
+                "evidence": {"deep_at_handover": True},
+                "remediation": "Run the agent as the bootstrap answer says (`deep: true`): an "
+                "older agent ignores it; update labgpu-agent on the image.",
+            }
+        )
+    if handover or not payload.get("deep"):
         missing = _required_smoke_not_passed(node.booking.pool.required_smoke, payload["smoke"])
         if missing:
             # The pool's rule holds whatever the agent concluded (an old agent, or one without

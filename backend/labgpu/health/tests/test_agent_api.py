@@ -392,3 +392,53 @@ def test_required_smoke_skipped_because_no_gpu_is_visible_points_at_the_driver(n
     (finding,) = [f for f in stored.findings if f["id"] == "smoke.required_not_passed"]
     assert "sees no GPU" in finding["remediation"]
     assert "Install labgpu-agent[smoke]" not in finding["remediation"]
+
+
+def test_a_pool_that_wants_the_deep_check_at_handover_says_so_and_holds_the_agent_to_it(node, pool):
+    """Issue 23 item 2: NodePool.deep_at_handover reaches the agent in the bootstrap answer; a
+    first report that is not deep fails the node, a deep one (with the pool's smoke) passes it."""
+    pool.deep_at_handover = True
+    pool.save(update_fields=["deep_at_handover"])
+    answer = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    assert answer["deep"] is True
+    response = bearer(answer["heartbeat_token"]).post(
+        "/api/v1/agent/reports/", report(), format="json"
+    )
+    assert response.json()["verdict"] == "fail"
+    ids = [f["id"] for f in HealthReport.objects.get(node=node).findings]
+    assert ids == ["deep.required_not_run"], ids
+    node.refresh_from_db()
+    assert node.status == "failed"
+
+    other = NodeFactory(
+        booking=BookingFactory(pool=pool), provider_account=node.provider_account, provider_id="9"
+    )
+    Node.objects.filter(pk=other.pk).update(
+        bootstrap_token_hash=hash_secret(bootstrap_token_for(other.pk))
+    )
+    answer = bearer(bootstrap_token_for(other.pk)).post("/api/v1/agent/bootstrap/").json()
+    deep_without_smoke = {**report(), "deep": True, "smoke": report()["smoke"][:1]}
+    response = bearer(answer["heartbeat_token"]).post(
+        "/api/v1/agent/reports/", deep_without_smoke, format="json"
+    )
+    # A deep handover report still owes the pool its smoke tests.
+    assert [f["id"] for f in HealthReport.objects.get(node=other).findings] == [
+        "smoke.required_not_passed"
+    ]
+
+
+def test_a_deep_first_report_with_the_pools_smoke_hands_the_node_over(node, pool):
+    pool.deep_at_handover = True
+    pool.save(update_fields=["deep_at_handover"])
+    answer = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    response = bearer(answer["heartbeat_token"]).post(
+        "/api/v1/agent/reports/", {**report(), "deep": True}, format="json"
+    )
+    assert response.status_code == 201 and response.json()["verdict"] == "pass"
+    node.refresh_from_db()
+    assert node.status == "ready"
+
+
+def test_by_default_a_pool_asks_for_no_deep_check(node):
+    answer = bearer(bootstrap_token_for(node.pk)).post("/api/v1/agent/bootstrap/").json()
+    assert answer["deep"] is False
