@@ -7,20 +7,31 @@ import { join } from 'node:path'
 import { before, describe, it } from 'node:test'
 
 import {
-  anonymous, apiCall, me, nativeDialogs, passwordOf, screenshot, seriousViolations, signIn, useBrowser,
+  anonymous, apiCall, me, nativeDialogs, passwordOf, personIn, screenshot, seriousViolations, signIn, useBrowser,
 } from './support.mjs'
 
 const MAIL_DIR = process.env.E2E_MAIL_DIR
 
-/** The invitation link mailed to `email` (run-e2e.sh writes mail to files in E2E_MAIL_DIR). */
-function mailedLink(email) {
+/** The one link matching `pattern` mailed to `email` (run-e2e.sh writes mail to files in E2E_MAIL_DIR). */
+function mailedLinkTo(email, pattern) {
   assert.ok(MAIL_DIR, 'E2E_MAIL_DIR is not set: run this spec through scripts/run-e2e.sh')
   const messages = readdirSync(MAIL_DIR).map((f) => readFileSync(join(MAIL_DIR, f), 'utf8'))
-  const mine = messages.filter((m) => m.includes(`To: ${email}`)).map(decodedBody)
-  assert.equal(mine.length, 1, `expected one mail to ${email}, found ${mine.length}`)
-  const link = mine[0].match(/https?:\/\/\S+\/invite\/lgi_[0-9a-f]+_[\w-]+/)
-  assert.ok(link, `no invitation link in the mail to ${email}`)
-  return link[0]
+  const links = messages
+    .filter((m) => m.includes(`To: ${email}`))
+    .map((m) => decodedBody(m).match(pattern)?.[0])
+    .filter(Boolean)
+  assert.equal(links.length, 1, `expected one such link mailed to ${email}, found ${links.length}`)
+  return links[0]
+}
+
+/** The invitation link mailed to `email`. */
+function mailedLink(email) {
+  return mailedLinkTo(email, /https?:\/\/\S+\/invite\/lgi_[0-9a-f]+_[\w-]+/)
+}
+
+/** The e-mail verification link mailed to `email`. */
+function mailedVerification(email) {
+  return mailedLinkTo(email, /https?:\/\/\S+\/verify-email\/lgv_[0-9a-f]+_[\w-]+/)
 }
 
 /** The text of a single-part message as the file backend wrote it (8bit, base64 or QP). */
@@ -107,6 +118,61 @@ describe('invitations (issue 16 item 4)', () => {
     // Pending no more: the lab admin's list drops it.
     const pending = await apiCall(bob.context, 'GET', `/api/v1/labs/${vision.id}/invitations/`)
     assert.equal(pending.body.filter((i) => i.email === 'mallory@example.org').length, 0)
+  })
+
+  it('an account with another address is told and asked, and the inviter hears who joined (issue 22 item 4)', async () => {
+    const invited = `someone-${stamp}@uni.example`
+    const link = await inviteFromMembersPage(invited)
+    const { context, page } = await personIn(browser, 'erin', { lang: 'zh-CN' })
+    await page.goto(link)
+    const warning = page.locator('[data-testid=invitation-other-address]')
+    await warning.waitFor()
+    assert.match(await warning.textContent(), new RegExp(`此邀请发送至 ${invited.replace('.', '\\.')}.*erin@example\\.org`))
+    const acceptButton = page.locator('[data-testid=invitation-accept]')
+    assert.equal(await acceptButton.isDisabled(), true, 'accepting waits for the confirmation')
+    assert.deepEqual(await seriousViolations(page), [])
+    await screenshot(page, 'invitations-other-address-zh')
+    await page.locator('[data-testid=invitation-confirm-other]').check()
+    await acceptButton.click()
+    await page.locator('[data-testid=invitation-joined]').waitFor()
+
+    const erin = await me(context)
+    const joined = erin.memberships.find((m) => m.lab.id === vision.id)
+    assert.ok(joined, 'erin joined Vision Lab')
+    await context.close()
+    // Bob, who sent it, is told in his language (zh-hans) who accepted it.
+    const told = (await apiCall(bob.context, 'GET', '/api/v1/notifications/?page_size=100')).body.results
+    assert.ok(told.some((n) => n.subject.includes('erin') && n.subject.includes(invited) && n.subject.includes('邀请')))
+    // Undo: erin leaves Vision Lab again.
+    const removed = await apiCall(bob.context, 'DELETE', `/api/v1/labs/${vision.id}/members/${joined.id}/`)
+    assert.equal(removed.status, 204)
+  })
+
+  it('a new e-mail address counts once the link sent to it is opened (issue 22 item 4)', async () => {
+    const fresh = `mallory-${stamp}@uni.example`
+    const { context, page } = await personIn(browser, 'mallory', { lang: 'en' })
+    await page.goto('/profile')
+    await page.fill('#p-email', fresh)
+    await page.click('[data-testid=profile-form] button[type=submit]')
+    const pending = page.locator('[data-testid=email-pending]')
+    await pending.waitFor()
+    assert.match(await pending.textContent(), new RegExp(`Verify ${fresh.replace('.', '\\.')} via the link sent to it; until then LabGPU keeps using mallory@example\\.org`))
+    assert.equal((await me(context)).email, 'mallory@example.org', 'the old address stays in effect')
+    await screenshot(page, 'profile-email-pending')
+
+    const verify = await anonymous(browser, 'zh-CN')
+    await verify.page.goto(mailedVerification(fresh))
+    await verify.page.locator('[data-testid=email-verified]').waitFor()
+    assert.match(await verify.page.locator('[data-testid=email-verified]').textContent(), /现在是您已验证的地址/)
+    await verify.context.close()
+    const after = await me(context)
+    assert.deepEqual([after.email, after.email_verified, after.pending_email], [fresh, true, ''])
+
+    // Undo: back to the demo address, through its own link.
+    await apiCall(context, 'POST', '/api/v1/me/email/', { email: 'mallory@example.org' })
+    const token = mailedVerification('mallory@example.org').split('/').pop()
+    assert.equal((await apiCall(context, 'POST', '/api/v1/email/verify/', { token })).status, 200)
+    await context.close()
   })
 
   it('a revoked invitation leaves the list and its link says so', async () => {

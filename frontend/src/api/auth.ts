@@ -29,6 +29,16 @@ export function updateMe(patch: MePatch): Promise<Me> {
   return unwrap(api.PATCH('/api/v1/me/', { body: patch }))
 }
 
+/** Mail a verification link to `email` (a new address, or the one in effect while unverified). */
+export function requestEmailVerification(email: string): Promise<Me> {
+  return unwrap(api.POST('/api/v1/me/email/', { body: { email } }))
+}
+
+/** Open a verification link; the secret goes in the body, never in a URL the server logs. */
+export function verifyEmail(token: string): Promise<{ email: string }> {
+  return unwrap(api.POST('/api/v1/email/verify/', { body: { token } }))
+}
+
 export function listSshKeys(): Promise<SshKey[]> {
   return unwrap(api.GET('/api/v1/me/ssh-keys/'))
 }

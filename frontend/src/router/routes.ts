@@ -37,6 +37,14 @@ export const routes: RouteRecordRaw[] = [
     meta: { public: true, title: 'invitations.acceptTitle' },
   },
   {
+    // The link mailed to a new e-mail address: the link is the credential, no session needed.
+    path: '/verify-email/:token',
+    name: 'verify-email',
+    component: () => import('@/views/account/EmailVerifyView.vue'),
+    props: (route) => ({ token: String(route.params.token) }),
+    meta: { public: true, title: 'emailVerify.title' },
+  },
+  {
     path: '/',
     name: 'dashboard',
     component: () => import('@/views/DashboardView.vue'),
