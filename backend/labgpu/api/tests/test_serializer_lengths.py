@@ -59,6 +59,8 @@ NOT_STORED = {
     ("InvitationSignUpSerializer", "password"): "hashed",
     ("LoginSerializer", "username"): "looked up",
     ("LoginSerializer", "password"): "checked",
+    ("LdapLinkSerializer", "username"): "looked up in the directory",
+    ("LdapLinkSerializer", "password"): "checked by the directory",
     ("ReasonSerializer", "reason"): "cancel, node destroy: audit data and TextFields",
     ("ChatChannelCreateSerializer", "url"): "sealed into a TextField",
     ("ChatChannelCreateSerializer", "secret"): "sealed into a TextField",
