@@ -51,13 +51,6 @@ def users_with_verified_email(email: str):  # type: ignore[no-untyped-def]
     return User.objects.filter(email__iexact=email, verified_email__iexact=email)
 
 
-def email_mark_verified(*, user: User, email: str) -> None:
-    """Make `email` the account's proved address, for callers that hold the proof: a site admin,
-    an invitation link the person signed up from, an identity provider that vouches for it."""
-    user.email = user.verified_email = email
-    User.objects.filter(pk=user.pk).update(email=email, verified_email=email)
-
-
 def verification_link(raw: str) -> str:
     return f"{settings.LABGPU_PUBLIC_URL.rstrip('/')}/verify-email/{raw}"
 

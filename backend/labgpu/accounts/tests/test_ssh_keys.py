@@ -3,6 +3,8 @@ embedded newline used to add an extra authorized_keys line on every node its own
 any body that began with its type's name passed. Checked against ssh-keygen's own fingerprints
 and the stored rows."""
 
+import importlib
+
 import pytest
 
 from labgpu.accounts.models import SshKey
@@ -85,3 +87,29 @@ def test_the_refusal_speaks_the_readers_language(as_alice):
 
     assert response.status_code == 400
     assert "一行" in response.json()["extra"]["fields"]["public_key"][0]
+
+
+def test_keys_stored_before_parsing_are_rebuilt_or_deleted(alice):
+    """Migration accounts/0006 on rows the old check let in (written straight to the table)."""
+    from django.apps import apps
+
+    rebuild = importlib.import_module(
+        "labgpu.accounts.migrations.0006_ssh_keys_one_line"
+    ).rebuild_stored_keys
+    spaced = SshKey.objects.create(user=alice, name="ok", public_key=f"  {RSA}  ", fingerprint="x")
+    two_lines = SshKey.objects.create(
+        user=alice, name="two", public_key=f"{ED25519}\n{ECDSA}", fingerprint="y"
+    )
+    fake = SshKey.objects.create(
+        user=alice,
+        name="fake",
+        public_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests alice@lab",
+        fingerprint="z",
+    )
+
+    rebuild(apps, None)
+
+    spaced.refresh_from_db()
+    assert spaced.public_key == RSA
+    assert spaced.fingerprint == ssh_keygen_fingerprints()["bob@workstation"]
+    assert not SshKey.objects.filter(pk__in=[two_lines.pk, fake.pk]).exists()
