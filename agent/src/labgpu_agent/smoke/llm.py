@@ -208,8 +208,8 @@ def run_llm(
     new_tokens: int = 128,
     prompt_tokens: int = 128,
     weights: str | None = None,
-    warmup: int = 2,
-    iters: int = 10,
+    warmup: int = 1,
+    iters: int = 5,
     mode: str = "graph",
     baselines: dict[str, float] | None = None,
 ) -> list[SmokeResult]:

@@ -100,7 +100,8 @@ def report(verdict="pass", value=700.0):
                 "baseline": 600.0,
                 "duration_s": 1.0,
             },
-            *OTHER_REQUIRED_SMOKE,
+            # Copies: a test that edits its report's results must not edit the next test's.
+            *(dict(result) for result in OTHER_REQUIRED_SMOKE),
         ],
     }
 
