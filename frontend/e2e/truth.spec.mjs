@@ -4,7 +4,9 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 
-import { apiCall, book, cancelBooking, django, freeWindow, listPools, me, personIn, signIn, useBrowser, wallTime } from './support.mjs'
+import {
+  apiCall, book, bookNow, cancelBooking, django, freeWindow, listPools, makeReady, me, personIn, signIn, useBrowser, wallTime,
+} from './support.mjs'
 
 const messages = {
   en: JSON.parse(readFileSync(new URL('../src/i18n/en.json', import.meta.url), 'utf8')),
@@ -136,4 +138,48 @@ describe('the app says what is true (issue 24, truth)', () => {
     assert.equal(await page.inputValue('#quota-month'), answer.body.extra.month.slice(0, 7))
     await context.close()
   })
+
+  for (const locale of ['zh-CN', 'en']) {
+    it(`item 11: after End now the page says the booking ended and its node is going, then when it went (${locale})`, async () => {
+      const text = messages[locale]
+      const alice = (await signIn(browser, 'alice')).context
+      const { id } = await bookNow(alice, { purpose: `e2e truth end now ${locale}` })
+      makeReady(id, { ip: '203.0.113.9' })
+      const { context, page } = await personIn(browser, 'alice', { lang: locale })
+      await page.goto(`/bookings/${id}`)
+      const panel = page.locator('[data-testid=booking-running]')
+      assert.equal(await panel.locator('[data-testid=booking-running-heading]').innerText(), text.booking.running)
+      await page.locator('[data-testid=booking-end-early]').click()
+      await page.locator('[data-app-confirm] [data-testid=confirm-ok]').click()
+      await page.locator('[data-testid=booking-status][data-status=ending]').waitFor()
+      await panel.and(page.locator('[data-status=ending]')).waitFor()
+
+      const ended = (await apiCall(alice, 'GET', `/api/v1/bookings/${id}/`)).body
+      assert.equal(ended.status, 'ending')
+      assert.equal(await panel.locator('[data-testid=booking-running-heading]').innerText(), text.booking.endingNow)
+      assert.equal(await panel.locator('[data-testid=booking-time-left]').count(), 0, 'no time left is shown for an ended booking')
+      const endedAt = new Intl.DateTimeFormat(locale, { timeZone: (await me(alice)).timezone, dateStyle: 'medium', timeStyle: 'short' })
+        .format(new Date(ended.ended_at))
+      assert.equal(await panel.locator('[data-testid=booking-ended-at]').innerText(), endedAt)
+      assert.equal(await panel.locator('[data-testid=extend-quick-1]').count(), 0)
+
+      // The teardown finishes (the workers' part, done here): the node says when it went, not "for 0 minutes".
+      django(`
+from labgpu.bookings.models import Booking
+from labgpu.core.timeutils import now
+from labgpu.provisioning.models import Node
+Node.objects.filter(booking_id=${id}).update(status="destroyed", destroyed_at=now(), status_changed_at=now())
+Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=now())
+`)
+      await page.reload()
+      await page.locator('[data-testid=booking-status][data-status=completed]').waitFor()
+      const node = (await apiCall(alice, 'GET', `/api/v1/bookings/${id}/`)).body.node
+      const went = new Intl.DateTimeFormat(locale, { timeZone: (await me(alice)).timezone, dateStyle: 'medium', timeStyle: 'short' })
+        .format(new Date(node.status_changed_at))
+      const inState = await page.locator('[data-testid=node-in-state]').innerText()
+      assert.ok(inState.includes(text.node.atTime.replace('{time}', went)), inState)
+      assert.ok(!inState.includes(lead(text.node.inState)) || lead(text.node.inState) === '', inState)
+      await context.close()
+    })
+  }
 })
