@@ -354,10 +354,27 @@ CSRF_FAILURE_VIEW = "labgpu.api.exceptions.csrf_failure"
 
 # --- Celery -------------------------------------------------------------------------------------
 # https://docs.celeryq.dev/en/stable/userguide/configuration.html
+# Every lifecycle timing below is given in production seconds and multiplied by
+# LABGPU_TIME_SCALE (default 1). The lifecycle tests run the real thing faster by scaling them ALL
+# by one factor, and derive their bounds from the same factor: never one timeout shortened beside
+# a production bound (docs/testing.md).
+TIME_SCALE = float(os.environ.get("LABGPU_TIME_SCALE", "1"))
+# Every scaled timing by its variable, in production seconds (tests scale a process of their own).
+SCALED_TIMINGS: dict[str, float] = {}
+
+
+def scaled(name: str, production_s: float) -> float:
+    """The timing `name` (env, in production seconds; default `production_s`) at TIME_SCALE."""
+    SCALED_TIMINGS[name] = float(os.environ.get(name, production_s))
+    return SCALED_TIMINGS[name] * TIME_SCALE
+
+
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
-    # An unacknowledged task (its worker was killed) is redelivered after this many seconds.
-    "visibility_timeout": int(os.environ.get("LABGPU_TASK_VISIBILITY_TIMEOUT_S", "300")),
+    # An unacknowledged task (its worker was killed) is redelivered after this many seconds. It
+    # must outlast the longest retry countdown (Redis redelivers a held ETA task past it), so a
+    # dead worker's steps are taken over by the orphan sweep (LABGPU_PROVIDER_LEASE_S), not this.
+    "visibility_timeout": scaled("LABGPU_TASK_VISIBILITY_TIMEOUT_S", 300),
 }
 if not CELERY_BROKER_URL:
     from config.celery import filesystem_broker
@@ -369,12 +386,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("LABGPU_TASKS_EAGER", False)
-# Tests shrink every interval with LABGPU_BEAT_SCALE (e.g. 0.05) to run the real beat quickly.
-BEAT_SCALE = float(os.environ.get("LABGPU_BEAT_SCALE", "1"))
+# Every beat may run (one per worker, or several `celery beat`); one leads (labgpu/core/beat.py).
+CELERY_BEAT_SCHEDULER = "labgpu.core.beat:LeaderScheduler"
 
 
 def every(seconds: float) -> float:
-    return max(0.5, seconds * BEAT_SCALE)
+    return seconds * TIME_SCALE
 
 
 _TASKS = "labgpu.provisioning.tasks"
@@ -387,6 +404,8 @@ CELERY_BEAT_SCHEDULE = {
     "remind-ending-bookings": {"task": f"{_TASKS}.remind_ending_bookings", "schedule": every(60)},
     "fail-silent-nodes": {"task": f"{_TASKS}.fail_silent_nodes", "schedule": every(60)},
     "reconcile-all": {"task": f"{_TASKS}.reconcile_all", "schedule": every(60)},
+    # Provision and teardown steps a dead worker held (lease lapsed, step overdue): run again.
+    "redrive-orphaned-steps": {"task": f"{_TASKS}.redrive_orphaned_steps", "schedule": every(3)},
     "check-capacity-ahead": {"task": f"{_TASKS}.check_capacity_ahead", "schedule": every(600)},
     "refresh-state-gauges": {
         "task": "labgpu.ops.tasks.refresh_state_gauges",
@@ -427,15 +446,15 @@ LABGPU_EMAIL_VERIFICATION_TTL_S = int(
     os.environ.get("LABGPU_EMAIL_VERIFICATION_TTL_S", str(24 * 3600))
 )
 # Booting nodes are watched with one provider listing per account per interval (not per node).
-LABGPU_POLL_INTERVAL_S = float(os.environ.get("LABGPU_POLL_INTERVAL_S", "10"))
+LABGPU_POLL_INTERVAL_S = scaled("LABGPU_POLL_INTERVAL_S", 10)
 CELERY_BEAT_SCHEDULE["meter-volumes"] = {"task": f"{_TASKS}.meter_volumes", "schedule": every(3600)}
 CELERY_BEAT_SCHEDULE["poll-nodes"] = {
     "task": f"{_TASKS}.poll_nodes",
-    "schedule": max(0.5, LABGPU_POLL_INTERVAL_S),
+    "schedule": LABGPU_POLL_INTERVAL_S,
 }
-LABGPU_BOOT_TIMEOUT_S = int(os.environ.get("LABGPU_BOOT_TIMEOUT_S", str(15 * 60)))
-LABGPU_AGENT_REPORT_TIMEOUT_S = int(os.environ.get("LABGPU_AGENT_REPORT_TIMEOUT_S", str(15 * 60)))
-LABGPU_STUCK_AFTER_S = int(os.environ.get("LABGPU_STUCK_AFTER_S", "120"))
+LABGPU_BOOT_TIMEOUT_S = scaled("LABGPU_BOOT_TIMEOUT_S", 15 * 60)
+LABGPU_AGENT_REPORT_TIMEOUT_S = scaled("LABGPU_AGENT_REPORT_TIMEOUT_S", 15 * 60)
+LABGPU_STUCK_AFTER_S = scaled("LABGPU_STUCK_AFTER_S", 120)
 # Persistent volumes (/data on nodes of pools with a volume scope). The site admin's limit bounds
 # every lab admin's size setting; the price is DigitalOcean's block storage list price per
 # GiB-month (https://docs.digitalocean.com/products/volumes/details/pricing/).
@@ -443,22 +462,26 @@ LABGPU_VOLUME_MAX_GB = int(os.environ.get("LABGPU_VOLUME_MAX_GB", "1000"))
 LABGPU_VOLUME_DEFAULT_GB = int(os.environ.get("LABGPU_VOLUME_DEFAULT_GB", "100"))
 LABGPU_VOLUME_PRICE_GB_MONTH = os.environ.get("LABGPU_VOLUME_PRICE_GB_MONTH", "0.10")
 # How long teardown waits for a detach action before retrying the teardown later.
-LABGPU_VOLUME_ACTION_WAIT_S = float(os.environ.get("LABGPU_VOLUME_ACTION_WAIT_S", "60"))
+LABGPU_VOLUME_ACTION_WAIT_S = scaled("LABGPU_VOLUME_ACTION_WAIT_S", 60)
 # How long a graceful shutdown (which syncs and unmounts /data) may take before a power_off.
-LABGPU_VOLUME_SHUTDOWN_WAIT_S = float(os.environ.get("LABGPU_VOLUME_SHUTDOWN_WAIT_S", "60"))
+LABGPU_VOLUME_SHUTDOWN_WAIT_S = scaled("LABGPU_VOLUME_SHUTDOWN_WAIT_S", 60)
 # Tell a volume's owner (in the app, by e-mail, in chat: `volume_near_full`) once when /data, as
 # its node's agent reports it, is at least this full (percent); re-armed 5 points below.
 LABGPU_VOLUME_NEAR_FULL_PCT = float(os.environ.get("LABGPU_VOLUME_NEAR_FULL_PCT", "90"))
 # Stock-outs: how far ahead of a start to check the provider shows the size somewhere (and warn),
 # how long after the start a booking may wait for capacity before it fails, and how often to retry.
-LABGPU_PREFLIGHT_S = int(os.environ.get("LABGPU_PREFLIGHT_S", str(2 * 3600)))
-LABGPU_STOCKOUT_GRACE_S = int(os.environ.get("LABGPU_STOCKOUT_GRACE_S", str(15 * 60)))
-LABGPU_STOCKOUT_RETRY_S = int(os.environ.get("LABGPU_STOCKOUT_RETRY_S", "60"))
+LABGPU_PREFLIGHT_S = scaled("LABGPU_PREFLIGHT_S", 2 * 3600)
+LABGPU_STOCKOUT_GRACE_S = scaled("LABGPU_STOCKOUT_GRACE_S", 15 * 60)
+LABGPU_STOCKOUT_RETRY_S = scaled("LABGPU_STOCKOUT_RETRY_S", 60)
 # One worker at a time talks to the provider about a node. A thread renews the lease every third of
 # this while the worker works, so a killed worker delays the node's retry or teardown by at most it.
-LABGPU_PROVIDER_LEASE_S = int(os.environ.get("LABGPU_PROVIDER_LEASE_S", "30"))
+LABGPU_PROVIDER_LEASE_S = scaled("LABGPU_PROVIDER_LEASE_S", 8)
+# How long a queued provision or teardown step may wait for a worker before the orphan sweep
+# (every 3 s) runs it again. A dead worker's step is taken over within LEASE_S + 3 s
+# (docs/operations.md).
+LABGPU_STEP_GRACE_S = scaled("LABGPU_STEP_GRACE_S", 8)
 LABGPU_PROVIDER_MAX_ATTEMPTS = int(os.environ.get("LABGPU_PROVIDER_MAX_ATTEMPTS", "3"))
-LABGPU_PROVIDER_MAX_RETRY_WAIT_S = float(os.environ.get("LABGPU_PROVIDER_MAX_RETRY_WAIT_S", "10"))
+LABGPU_PROVIDER_MAX_RETRY_WAIT_S = scaled("LABGPU_PROVIDER_MAX_RETRY_WAIT_S", 10)
 # Provider tokens go to https://api.digitalocean.com only, unless this lists other origins
 # (comma-separated; no port = every port of that host), e.g. http://127.0.0.1 for the emulator.
 # Token variables must be named LABGPU_PROVIDER_TOKEN_* (docs/security.md).
@@ -468,7 +491,7 @@ LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", 
 LABGPU_UTILISATION_SAMPLE_MIN_S = float(os.environ.get("LABGPU_UTILISATION_SAMPLE_MIN_S", "10"))
 LABGPU_UTILISATION_RETENTION_S = int(os.environ.get("LABGPU_UTILISATION_RETENTION_S", "21600"))
 # Seconds in one minute of a pool's idle policy: 60, except in lifecycle tests and the demo.
-LABGPU_IDLE_MINUTE_S = float(os.environ.get("LABGPU_IDLE_MINUTE_S", "60"))
+LABGPU_IDLE_MINUTE_S = scaled("LABGPU_IDLE_MINUTE_S", 60)
 
 # --- Chat notifications (labgpu.chat; docs/chat.md, docs/operations.md "Chat notifications") ----
 # Fernet keys (comma-separated, first encrypts, all decrypt) for channel webhook URLs and secrets.

@@ -110,6 +110,10 @@ class Node(BaseModel):
     # worker killed while holding it only delays the next attempt.
     lease_token = models.CharField(max_length=32, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
+    # By when the node's queued provision or teardown step (a fresh task, or a retry's countdown)
+    # should have taken the lease. Past it with the lease free, the step died with its worker and
+    # the orphan sweep runs it again (reconciliation.nodes_redrive_orphaned).
+    step_due_by = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

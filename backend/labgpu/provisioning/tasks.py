@@ -7,6 +7,7 @@ from django.conf import settings
 from labgpu.bookings.services import bookings_expire_stale_pending
 from labgpu.catalog.models import ProviderAccount
 from labgpu.providers import ProviderTransientError, retry_countdown
+from labgpu.provisioning.dispatch import step_due
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services import nodes, reconciliation, sweeps, volumes
 
@@ -18,14 +19,17 @@ RETRY = {
 BACKOFF_MAX_S = 120
 
 
-def _retry(task: Task, error: Exception) -> None:
+def _retry(task: Task, error: Exception, *, node_id: int | None = None) -> None:
     """Retry on the provider's own schedule when it gave one (`ratelimit-reset`), soon after a
-    lease that is about to lapse, and with exponential backoff otherwise."""
+    lease that is about to lapse, and with exponential backoff otherwise. A node step's retry
+    marks when it is due, so the orphan sweep knows a held retry from one lost with its worker."""
     if isinstance(error, nodes.NodeBusy):
-        countdown = max(1, round(settings.LABGPU_PROVIDER_LEASE_S / 3))
+        countdown: float = settings.LABGPU_PROVIDER_LEASE_S / 3
     else:
-        backoff = min(BACKOFF_MAX_S, 2 ** (task.request.retries + 1))
+        backoff = min(BACKOFF_MAX_S, 2 ** (task.request.retries + 1)) * settings.TIME_SCALE
         countdown = retry_countdown(error, backoff)
+    if node_id is not None:
+        step_due(node_id, countdown=countdown)
     raise task.retry(exc=error, countdown=countdown)
 
 
@@ -37,7 +41,7 @@ def provision_node(self: Task, node_id: int) -> None:
     try:
         nodes.node_provision(node_id=node_id)
     except RETRYABLE as error:
-        _retry(self, error)
+        _retry(self, error, node_id=node_id)
 
 
 @shared_task(**RETRY)
@@ -45,7 +49,7 @@ def teardown_node(self: Task, node_id: int) -> None:
     try:
         nodes.node_teardown(node_id=node_id)
     except RETRYABLE as error:
-        _retry(self, error)
+        _retry(self, error, node_id=node_id)
 
 
 @shared_task(**RETRY)
@@ -112,6 +116,12 @@ def expire_stale_pending() -> int:
 @shared_task(acks_late=True)
 def remind_ending_bookings() -> int:
     return sweeps.bookings_remind_ending()
+
+
+@shared_task(acks_late=True)
+def redrive_orphaned_steps() -> int:
+    """Beat, every few seconds: provision and teardown steps a dead worker held."""
+    return reconciliation.nodes_redrive_orphaned()
 
 
 @shared_task(acks_late=True)

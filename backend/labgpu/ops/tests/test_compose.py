@@ -13,7 +13,7 @@ COMPOSE = REPO / "docker-compose.yml"
 ENV_EXAMPLE = REPO / ".env.example"
 DOCKERFILE = REPO / "backend" / "Dockerfile"
 # Read only by tests and local runs; a deployment must not set them.
-TEST_ONLY_VARS = {"LABGPU_BEAT_SCALE", "LABGPU_TASKS_EAGER", "LABGPU_IDLE_MINUTE_S"}
+TEST_ONLY_VARS = {"LABGPU_TIME_SCALE", "LABGPU_TASKS_EAGER", "LABGPU_IDLE_MINUTE_S"}
 
 
 @pytest.fixture(scope="module")

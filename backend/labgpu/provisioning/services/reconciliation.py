@@ -44,8 +44,10 @@ def nodes_fail_silent(*, batch: int = 100) -> int:
     )
 
 
-# How long one account's reconcile counts as in flight when nothing releases it (a killed worker).
-RECONCILE_CLAIM_S = 300
+def _claim_s() -> int:
+    """How long one account's reconcile counts as in flight when nothing releases it (a killed
+    worker): five reconcile periods."""
+    return max(1, round(300 * settings.TIME_SCALE))
 
 
 def _claim_key(account_id: int) -> str:
@@ -57,7 +59,7 @@ def reconcile_claim(account_id: int) -> bool:
     the provider's schedule; without this the beat would stack a new one every minute, and the
     pile of sweeps would spend the request budget that creates and teardowns need."""
     try:
-        return cache.add(_claim_key(account_id), 1, timeout=RECONCILE_CLAIM_S)
+        return cache.add(_claim_key(account_id), 1, timeout=_claim_s())
     except Exception:  # the cache is away: reconcile anyway, it is idempotent
         return True
 
@@ -141,7 +143,7 @@ def reconcile(*, account_id: int) -> dict[str, int]:
                 )
         summary["volumes_untracked"] = volumes_reconcile(account=account, driver=driver)
     summary["metered"] = _meter_unmetered(account=account)
-    summary["requeued"] = _requeue_stuck(account=account)
+    summary["requeued"] = nodes_redrive_orphaned(account=account)
     return summary
 
 
@@ -155,22 +157,31 @@ def _meter_unmetered(*, account: ProviderAccount) -> int:
     return sum(node_meter(node=node) is not None for node in unmetered[:200])
 
 
-def _requeue_stuck(*, account: ProviderAccount) -> int:
-    """Nodes a killed worker left mid-step; their tasks are idempotent, so just run them again."""
-    stale = now() - timedelta(seconds=settings.LABGPU_STUCK_AFTER_S)
-    requeued = 0
-    nodes = Node.objects.filter(provider_account=account, updated_at__lt=stale)
-    stuck_creates = nodes.filter(
+def nodes_redrive_orphaned(*, account: ProviderAccount | None = None, batch: int = 200) -> int:
+    """Provision and teardown steps that no live worker holds: the node's lease is free and its
+    step is overdue (Node.step_due_by), so the worker that had it died, mid-step or holding its
+    retry. Run every few seconds, so another worker takes it over within LABGPU_PROVIDER_LEASE_S
+    plus the sweep's period, not the broker's visibility timeout. The steps are idempotent and
+    take the lease, so a step that was only slow in the queue runs twice harmlessly."""
+    moment = now()
+    nodes = Node.objects.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=moment),
+        Q(step_due_by__isnull=True) | Q(step_due_by__lt=moment),
+    )
+    if account is not None:
+        nodes = nodes.filter(provider_account=account)
+    creates = nodes.filter(
         Q(status=NodeStatus.REQUESTED)
         | Q(status=NodeStatus.CREATING, provider_id="")
         | Q(status__in=ALIVE_AFTER_CREATE, provider_id="")
-    )
-    for node in stuck_creates:
-        redrive("provision_node", node.pk)
-        requeued += 1
-    for node in nodes.filter(
+    ).values_list("pk", flat=True)
+    teardowns = nodes.filter(
         status__in=[NodeStatus.DRAINING, NodeStatus.DESTROYING, NodeStatus.FAILED]
-    ):
-        redrive("teardown_node", node.pk)
-        requeued += 1
-    return requeued
+    ).values_list("pk", flat=True)
+    redriven = 0
+    for task, node_ids in (("provision_node", creates), ("teardown_node", teardowns)):
+        for node_id in node_ids[:batch]:
+            logger.info("node %s: its %s step has no live worker; running it again", node_id, task)
+            redrive(task, node_id)  # type: ignore[arg-type]
+            redriven += 1
+    return redriven

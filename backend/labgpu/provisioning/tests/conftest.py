@@ -6,7 +6,14 @@ import pytest
 from labgpu.catalog.models import ProviderAccount
 from labgpu.catalog.tests.factories import InstanceTypeFactory, NodePoolFactory
 from labgpu.core.timeutils import month_start, next_month, now
-from labgpu.provisioning.tests.harness import VENV_BIN, Worker, worker_env
+from labgpu.provisioning.tests.harness import (
+    VENV_BIN,
+    Beat,
+    Worker,
+    scale_lifecycle_timings,
+    scaled_bound,
+    worker_env,
+)
 from labgpu.quotas.models import Quota
 
 EMULATOR_TOKEN = "emulator-test-token"
@@ -31,7 +38,7 @@ def celery_broker(redis_server):
 
     saved = app.conf.broker_url, dict(app.conf.broker_transport_options or {})
     app.conf.broker_url = redis_server.url
-    app.conf.broker_transport_options = {"visibility_timeout": 4}
+    app.conf.broker_transport_options = {"visibility_timeout": scaled_bound(300)}
     reset_broker_connections()  # all of them: a stale producer pool would keep the old broker
     yield app
     reset_broker_connections()
@@ -53,6 +60,7 @@ def lifecycle(
     """Everything a booking needs to become a node: catalog, quota, emulator, broker, API."""
     monkeypatch.setenv("LABGPU_PROVIDER_TOKEN_EMULATOR", EMULATOR_TOKEN)
     settings.LABGPU_HEARTBEAT_INTERVAL_S = 1
+    scale_lifecycle_timings(settings)  # the API's side of the lifecycle, at the workers' scale
     settings.LABGPU_PUBLIC_API_URL = live_server.url
     account = ProviderAccount.objects.create(
         name="Emulator",
@@ -97,6 +105,12 @@ def lifecycle(
             workers.append(worker)
             return worker
 
+        def start_beat(self, **extra_env: str) -> Beat:
+            log = tmp_path / f"beat-{len(workers)}.log"
+            beat = Beat({**env, **extra_env}, log, beat=False).start()
+            workers.append(beat)
+            return beat
+
         def supervise(self) -> None:
             """Restart workers that exit, as compose's `restart: unless-stopped` would."""
             import threading
@@ -111,7 +125,7 @@ def lifecycle(
                             and not (worker.killed)
                         ):
                             worker.stop()  # reaps what the dead worker left, e.g. its beat
-                            workers[index] = Worker(
+                            workers[index] = type(worker)(
                                 worker.env, worker.log_path, beat=worker.beat
                             ).start()
                     time.sleep(0.5)

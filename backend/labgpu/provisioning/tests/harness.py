@@ -19,6 +19,24 @@ from labgpu.core.testing import RedisServer, database_url  # noqa: F401  (lifecy
 
 BACKEND_DIR = Path(__file__).resolve().parents[3]
 VENV_BIN = Path(sys.executable).parent
+# The workers run every production timing times this (LABGPU_TIME_SCALE); a test's bound on
+# a promise made in production seconds is the promise times the same factor (`scaled_bound`).
+TIME_SCALE = 0.1
+
+
+def scaled_bound(production_s: float, scale: float = TIME_SCALE) -> float:
+    """A promise in production seconds, at the workers' time scale."""
+    return production_s * scale
+
+
+def scale_lifecycle_timings(settings: Any, scale: float = TIME_SCALE) -> None:
+    """Give this process (the live API) the workers' timings: every scaled one, same factor."""
+    from config import settings as configured
+
+    settings.TIME_SCALE = scale
+    for name, production_s in configured.SCALED_TIMINGS.items():
+        if hasattr(settings, name):
+            setattr(settings, name, production_s * scale)
 
 
 def free_port() -> int:
@@ -59,28 +77,7 @@ class Worker:
     def start(self) -> Worker:
         self.log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [
-                str(VENV_BIN / "celery"),
-                "-A",
-                "config",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--pool",
-                "threads",
-                "--concurrency",
-                "4",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                f"test-{time.monotonic_ns()}@%h",
-                *(
-                    ["--beat", "--schedule", str(self.log_path.with_suffix(".beat"))]
-                    if self.beat
-                    else []
-                ),
-            ],
+            self.command(),
             cwd=BACKEND_DIR,
             env=self.env,
             stdout=self.log,
@@ -89,6 +86,30 @@ class Worker:
             start_new_session=True,
         )
         return self
+
+    def command(self) -> list[str]:
+        return [
+            str(VENV_BIN / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "4",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"test-{time.monotonic_ns()}@%h",
+            *(
+                ["--beat", "--schedule", str(self.log_path.with_suffix(".beat"))]
+                if self.beat
+                else []
+            ),
+        ]
 
     def kill(self) -> None:
         """SIGKILL to the worker and its beat: no cleanup, no acknowledgement — what a crashed
@@ -112,8 +133,31 @@ class Worker:
         if self.process.poll() is None:
             self.process.wait(timeout=10)
 
+    def wait_ready(self, timeout_s: float = 60) -> float:
+        """When the worker said it is ready to take tasks (epoch seconds, as the emulator's)."""
+        wait_for(
+            lambda: " ready." in self.log_path.read_text(errors="replace"),
+            timeout_s=timeout_s,
+            interval_s=0.05,
+            message=f"worker {self.log_path.name} to be ready",
+        )
+        return time.time()
+
     def log_tail(self, lines: int = 60) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+class Beat(Worker):
+    """A `celery beat` process of its own (the schedule apart from the workers)."""
+
+    def command(self) -> list[str]:
+        schedule = str(self.log_path.with_suffix(".beat"))
+        return [str(VENV_BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO",
+                "--schedule", schedule]  # fmt: skip
+
+    @property
+    def leading(self) -> bool:
+        return "beat: leading the schedule" in self.log_path.read_text(errors="replace")
 
 
 def worker_env(*, broker_url: str, api_url: str, mail_dir: Path, **extra: str) -> dict[str, str]:
@@ -125,12 +169,8 @@ def worker_env(*, broker_url: str, api_url: str, mail_dir: Path, **extra: str) -
         "REDIS_URL": broker_url,
         "LABGPU_PROVIDER_REDIS_URL": broker_url,
         "LABGPU_PUBLIC_API_URL": api_url,
-        "LABGPU_POLL_INTERVAL_S": "0.3",
-        "LABGPU_TASK_VISIBILITY_TIMEOUT_S": "4",
-        "LABGPU_STUCK_AFTER_S": "3",
-        "LABGPU_BEAT_SCALE": "0.05",
-        "LABGPU_PROVIDER_LEASE_S": "6",
-        "LABGPU_PROVIDER_MAX_RETRY_WAIT_S": "2",
+        # Production timings, every one scaled by the same factor (config/settings.py `scaled`).
+        "LABGPU_TIME_SCALE": str(TIME_SCALE),
         "DJANGO_EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
         "LABGPU_EMAIL_FILE_PATH": str(mail_dir),
         "PYTHONPATH": str(BACKEND_DIR),

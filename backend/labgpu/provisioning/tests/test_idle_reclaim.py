@@ -2,7 +2,8 @@
 its control file), its heartbeats to a live API, a real worker whose beat runs the idle sweep,
 and the emulator destroying the droplet once the idle booking ends early.
 
-`LABGPU_IDLE_MINUTE_S` makes the pool's minutes 0.5 s in the worker, so the test takes seconds."""
+`LABGPU_IDLE_MINUTE_S` makes the pool's minutes 0.5 s in the worker (given in production seconds,
+so divided by the harness's time scale), so the test takes seconds."""
 
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from conftest import client_for
 from labgpu.audit.models import AuditEvent
 from labgpu.bookings.models import Booking
-from labgpu.provisioning.tests.harness import wait_for
+from labgpu.provisioning.tests.harness import TIME_SCALE, wait_for
 from labgpu.provisioning.tests.test_lifecycle import assert_no_orphans, create_booking, wait_status
 from labgpu.usage.models import BookingUtilisation
 
@@ -31,7 +32,7 @@ def test_idle_node_is_warned_comes_back_then_goes_idle_and_its_booking_ends_earl
     lifecycle.pool.idle_reclaim_minutes = 6  # 3 s
     lifecycle.pool.idle_grace_minutes = 8  # 4 s
     lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes"])
-    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S="0.5")
+    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S=str(0.5 / TIME_SCALE))
     booking_id = create_booking(alice, lifecycle.pool)
     wait_status(lifecycle, booking_id, "ready")
 
@@ -80,7 +81,7 @@ def test_the_demos_idle_tag_alone_sends_a_busy_node_idle_and_its_booking_is_warn
     lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes"])
     booking_id = create_booking(alice, lifecycle.pool)  # its node waits for the worker
     lifecycle.emulator.set_faults(idle_after={booking_tag(booking_id): 2})
-    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S="0.5")
+    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S=str(0.5 / TIME_SCALE))
     wait_status(lifecycle, booking_id, "ready")
 
     wait_for(lambda: (t := totals(booking_id)) and t.idle_warned_at, timeout_s=90, message="warned")
@@ -118,7 +119,7 @@ def test_the_h100_demo_type_boots_ready_on_an_h100_recording_and_is_warned_idle(
     lifecycle.pool.save(update_fields=["idle_reclaim_minutes", "idle_grace_minutes", "region"])
     booking_id = create_booking(alice, lifecycle.pool)
     lifecycle.emulator.set_faults(idle_after={booking_tag(booking_id): 2})
-    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S="0.5")
+    lifecycle.start_worker(LABGPU_IDLE_MINUTE_S=str(0.5 / TIME_SCALE))
     wait_status(lifecycle, booking_id, "ready")
 
     (droplet,) = lifecycle.emulator.droplets()

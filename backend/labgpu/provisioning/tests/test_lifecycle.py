@@ -11,7 +11,7 @@ from labgpu.bookings.models import Booking
 from labgpu.health.models import HealthReport
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.tests.conftest import on_demand_body
-from labgpu.provisioning.tests.harness import wait_for
+from labgpu.provisioning.tests.harness import TIME_SCALE, wait_for
 from labgpu.provisioning.tests.ledger import assert_booking_billed_from_ledger, assert_ledger_exact
 from labgpu.usage.models import UsageRecord
 
@@ -190,7 +190,7 @@ def test_I3_destroy_failing_several_times_still_ends_with_no_droplet(lifecycle, 
 
 def test_I5_agent_that_never_reports_is_replaced_then_the_booking_fails(lifecycle, alice):
     lifecycle.emulator.set_faults(size_profiles={"gpu-mi300x1-192gb": "none"})
-    lifecycle.start_worker(LABGPU_AGENT_REPORT_TIMEOUT_S="2")
+    lifecycle.start_worker(LABGPU_AGENT_REPORT_TIMEOUT_S=str(2 / TIME_SCALE))
     booking_id = create_booking(alice, lifecycle.pool)
     booking = wait_status(lifecycle, booking_id, "failed", timeout_s=120)
     assert "never reported" in booking.failure_reason

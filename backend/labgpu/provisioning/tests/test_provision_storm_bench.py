@@ -31,7 +31,7 @@ def test_a_tiny_provision_storm_readies_and_tears_down_every_booking():
         "--bookings", str(BOOKINGS), "--window", "1", "--end-window", "1", "--hold", "0",
         "--boot", "2", "--ip-delay", "1", "--web-workers", "1", "--labs", "1",
         "--users-per-lab", "2", "--ready-timeout", "180", "--teardown-timeout", "180",
-        "--set", "LABGPU_BEAT_SCALE=0.05", "--set", "LABGPU_POLL_INTERVAL_S=0.5",
+        "--set", "LABGPU_TIME_SCALE=0.05",
     ]  # fmt: skip
     result = subprocess.run(
         storm,

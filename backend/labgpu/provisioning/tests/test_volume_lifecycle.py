@@ -7,7 +7,7 @@ import pytest
 
 from labgpu.provisioning.models import Node, Volume
 from labgpu.provisioning.tests.harness import wait_for
-from labgpu.provisioning.tests.test_crash_anywhere import crashed_at
+from labgpu.provisioning.tests.test_crash_anywhere import VOLUME_POINTS, crashed_at
 from labgpu.provisioning.tests.test_lifecycle import (
     assert_no_orphans,
     create_booking,
@@ -81,15 +81,9 @@ def test_the_nodes_agent_reports_how_full_its_data_volume_is(volume_pool, alice)
     wait_status(volume_pool, booking_id, "completed", timeout_s=120)
 
 
-@pytest.mark.parametrize(
-    "point",
-    [
-        "volume.after_create",  # the volume exists, the droplet create not yet sent
-        "provision.after_create_post",  # the droplet was created with the volume, not recorded
-        "teardown.after_shutdown",
-        "teardown.after_detach",  # detached, the droplet not yet destroyed
-    ],
-)
+# Every volume point the code has (test_crash_anywhere.py finds them by scanning the source),
+# and the droplet created with the volume attached but not yet recorded.
+@pytest.mark.parametrize("point", [*VOLUME_POINTS, "provision.after_create_post"])
 def test_a_worker_killed_at_a_volume_step_leaves_one_volume_detached(
     volume_pool, alice, tmp_path, point
 ):
