@@ -94,7 +94,9 @@ DELAY_BOUND_S = scaled_bound(15, FAILOVER_SCALE)
 
 
 def holding(workers, task: str):
-    return next((w for w in workers if task in w.log_path.read_text(errors="replace")), None)
+    """The worker that received `task` (its log's `Task <name>[<id>] received` line)."""
+    received = f"Task labgpu.provisioning.tasks.{task}["
+    return next((w for w in workers if received in w.log_path.read_text(errors="replace")), None)
 
 
 def test_losing_a_worker_or_the_leading_beat_delays_no_start_or_end_past_15_s(

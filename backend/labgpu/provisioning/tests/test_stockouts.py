@@ -13,7 +13,7 @@ from labgpu.bookings.tests.factories import BookingFactory
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services.sweeps import bookings_check_capacity_ahead
-from labgpu.provisioning.tests.harness import wait_for
+from labgpu.provisioning.tests.harness import TIME_SCALE, scaled_bound, wait_for
 from labgpu.provisioning.tests.ledger import (
     assert_booking_billed_from_ledger,
     assert_ledger_exact,
@@ -45,7 +45,9 @@ def test_a_region_out_of_stock_falls_back_to_the_next_listed_region(lifecycle, a
 
 def test_stock_that_returns_within_the_grace_period_still_serves_the_booking(lifecycle, alice):
     lifecycle.emulator.set_stock(SIZE, "tor1", 0)
-    lifecycle.start_worker(LABGPU_STOCKOUT_GRACE_S="600", LABGPU_STOCKOUT_RETRY_S="1")
+    lifecycle.start_worker(
+        LABGPU_STOCKOUT_GRACE_S=str(600 / TIME_SCALE), LABGPU_STOCKOUT_RETRY_S=str(1 / TIME_SCALE)
+    )
     booking_id = create_booking(alice, lifecycle.pool)
     wait_for(
         lambda: lifecycle.emulator.state()["counters"]["by_status"].get("422", 0) >= 2,
@@ -67,7 +69,9 @@ def test_no_region_with_capacity_by_the_grace_fails_the_booking_and_charges_noth
     lifecycle.pool.save(update_fields=["fallback_regions"])
     lifecycle.emulator.set_stock(SIZE, "tor1", 0)
     lifecycle.emulator.set_stock(SIZE, "atl1", 0)
-    lifecycle.start_worker(LABGPU_STOCKOUT_GRACE_S="3", LABGPU_STOCKOUT_RETRY_S="1")
+    lifecycle.start_worker(
+        LABGPU_STOCKOUT_GRACE_S=str(3 / TIME_SCALE), LABGPU_STOCKOUT_RETRY_S=str(1 / TIME_SCALE)
+    )
     booking_id = create_booking(alice, lifecycle.pool)
     booking = wait_status(lifecycle, booking_id, "failed", timeout_s=120)
     assert "No GPU capacity" in booking.failure_reason
@@ -87,7 +91,8 @@ def test_ahead_of_the_start_the_user_and_lab_admins_are_warned_once(
     lifecycle, alice, bob, vision_lab
 ):
     """The check reads the provider's own `GET /v2/sizes` (the emulator's stock)."""
-    start = (now() + timedelta(hours=1)).replace(second=0, microsecond=0)
+    # An hour ahead in production time: inside the (scaled) two-hour preflight window.
+    start = (now() + timedelta(seconds=scaled_bound(3600))).replace(second=0, microsecond=0)
     booking = BookingFactory(
         lab=vision_lab,
         user=alice,
