@@ -22,6 +22,7 @@ import re
 import time
 
 import pytest
+from django.db.models import Q
 
 from config.settings import SCALED_TIMINGS
 from conftest import client_for
@@ -150,12 +151,17 @@ def check_resumed(world, booking_id: int, phase: str, since: float) -> None:
         )
         resumed_at = world.emulator.ledger()[0]["delete_requested_at"]
     else:
+        # Seen active by the poll, or handed over (its agent may check in before any poll).
         node = wait_for(
-            lambda: Node.objects.filter(booking_id=booking_id, active_at__isnull=False).first(),
+            lambda: (
+                Node.objects.filter(booking_id=booking_id)
+                .filter(Q(active_at__isnull=False) | Q(ready_at__isnull=False))
+                .first()
+            ),
             timeout_s=120,
             message="the node's droplet to be created and seen active",
         )
-        resumed_at = node.active_at.timestamp()
+        resumed_at = min(t.timestamp() for t in (node.active_at, node.ready_at) if t)
     waited = max(0.0, resumed_at - since)  # a step done before the crash: nothing to resume
     assert waited <= RESUME_WITHIN_S, (waited, RESUME_WITHIN_S)
 
