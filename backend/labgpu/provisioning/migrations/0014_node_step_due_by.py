@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("provisioning", "0012_node_delete_accepted_at"),
+        ("provisioning", "0013_node_heartbeat_token_sealed"),
     ]
 
     operations = [
