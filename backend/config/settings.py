@@ -405,7 +405,7 @@ CELERY_BEAT_SCHEDULE = {
     "fail-silent-nodes": {"task": f"{_TASKS}.fail_silent_nodes", "schedule": every(60)},
     "reconcile-all": {"task": f"{_TASKS}.reconcile_all", "schedule": every(60)},
     # Provision and teardown steps a dead worker held (lease lapsed, step overdue): run again.
-    "redrive-orphaned-steps": {"task": f"{_TASKS}.redrive_orphaned_steps", "schedule": every(3)},
+    "redrive-orphaned-steps": {"task": f"{_TASKS}.redrive_orphaned_steps", "schedule": every(2)},
     "check-capacity-ahead": {"task": f"{_TASKS}.check_capacity_ahead", "schedule": every(600)},
     "refresh-state-gauges": {
         "task": "labgpu.ops.tasks.refresh_state_gauges",
@@ -475,11 +475,11 @@ LABGPU_STOCKOUT_GRACE_S = scaled("LABGPU_STOCKOUT_GRACE_S", 15 * 60)
 LABGPU_STOCKOUT_RETRY_S = scaled("LABGPU_STOCKOUT_RETRY_S", 60)
 # One worker at a time talks to the provider about a node. A thread renews the lease every third of
 # this while the worker works, so a killed worker delays the node's retry or teardown by at most it.
-LABGPU_PROVIDER_LEASE_S = scaled("LABGPU_PROVIDER_LEASE_S", 8)
+LABGPU_PROVIDER_LEASE_S = scaled("LABGPU_PROVIDER_LEASE_S", 6)
 # How long a queued provision or teardown step may wait for a worker before the orphan sweep
-# (every 3 s) runs it again. A dead worker's step is taken over within LEASE_S + 3 s
+# (every 2 s) runs it again. A dead worker's step is taken over within LEASE_S + 2 s
 # (docs/operations.md).
-LABGPU_STEP_GRACE_S = scaled("LABGPU_STEP_GRACE_S", 8)
+LABGPU_STEP_GRACE_S = scaled("LABGPU_STEP_GRACE_S", 6)
 LABGPU_PROVIDER_MAX_ATTEMPTS = int(os.environ.get("LABGPU_PROVIDER_MAX_ATTEMPTS", "3"))
 LABGPU_PROVIDER_MAX_RETRY_WAIT_S = scaled("LABGPU_PROVIDER_MAX_RETRY_WAIT_S", 10)
 # Provider tokens go to https://api.digitalocean.com only, unless this lists other origins
