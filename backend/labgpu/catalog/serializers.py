@@ -75,6 +75,7 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "requires_approval",
             "idle_reclaim_minutes",
             "idle_grace_minutes",
+            "volume_scope",
             "allowed_labs",
             "is_active",
         ]

@@ -2552,6 +2552,14 @@ export interface components {
             requires_approval?: boolean;
             idle_reclaim_minutes?: number | null;
             idle_grace_minutes?: number;
+            /**
+             * @description Nodes get a block-storage volume mounted at /data that outlives them: each user's own, or one shared by the booking's lab.
+             *
+             *     * `none` - No persistent volume
+             *     * `user` - One volume per user
+             *     * `lab` - One volume per lab
+             */
+            volume_scope?: components["schemas"]["VolumeScopeEnum"];
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -2573,6 +2581,14 @@ export interface components {
             requires_approval?: boolean;
             idle_reclaim_minutes?: number | null;
             idle_grace_minutes?: number;
+            /**
+             * @description Nodes get a block-storage volume mounted at /data that outlives them: each user's own, or one shared by the booking's lab.
+             *
+             *     * `none` - No persistent volume
+             *     * `user` - One volume per user
+             *     * `lab` - One volume per lab
+             */
+            volume_scope?: components["schemas"]["VolumeScopeEnum"];
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -2894,6 +2910,14 @@ export interface components {
             requires_approval?: boolean;
             idle_reclaim_minutes?: number | null;
             idle_grace_minutes?: number;
+            /**
+             * @description Nodes get a block-storage volume mounted at /data that outlives them: each user's own, or one shared by the booking's lab.
+             *
+             *     * `none` - No persistent volume
+             *     * `user` - One volume per user
+             *     * `lab` - One volume per lab
+             */
+            volume_scope?: components["schemas"]["VolumeScopeEnum"];
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -3771,6 +3795,13 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        /**
+         * @description * `none` - No persistent volume
+         *     * `user` - One volume per user
+         *     * `lab` - One volume per lab
+         * @enum {string}
+         */
+        VolumeScopeEnum: "none" | "user" | "lab";
         /**
          * @description * `creating` - Creating
          *     * `available` - Available

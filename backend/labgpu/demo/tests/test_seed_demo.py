@@ -314,3 +314,28 @@ def test_live_demo_bookings_never_stop_make_run_on_a_hand_changed_database():
     made = Booking.objects.filter(purpose__startswith=LIVE_PURPOSE)
     assert [b.user.username for b in made] == ["dave"]
     assert "h100-tor1" in err.getvalue() and "erin" in err.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_demo_has_a_volume_pool_with_alices_live_node_and_an_extension_awaiting_bob(
+    tmp_path,
+):
+    """Issue 24 acceptance 4: a demo pool offers volumes and alice's live node is in it (her /data
+    is mounted when it provisions); an extension of alice's approved booking waits for bob."""
+    from labgpu.bookings.services.changes import may_decide
+    from labgpu.demo.management.commands.seed_demo import IDLE_DEMO_PURPOSE
+
+    call_command("seed_demo", verbosity=0)
+    call_command("seed_demo", "--emulator-only", "--live", stdout=io.StringIO())
+    call_command("seed_demo", verbosity=0)  # re-run: still one extension asked
+
+    offering = NodePool.objects.exclude(volume_scope=NodePool.VolumeScope.NONE)
+    live = Booking.objects.get(purpose=IDLE_DEMO_PURPOSE)
+    assert live.pool in offering and live.user.username == "alice"
+
+    asked = Booking.objects.filter(pending_end__isnull=False)
+    assert asked.count() == 1
+    extension = asked.get()
+    assert extension.user.username == "alice"
+    assert extension.status == Booking.Status.SCHEDULED and extension.pending_end > extension.end
+    assert may_decide(User.objects.get(username="bob"), extension)

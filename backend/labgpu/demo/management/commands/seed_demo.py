@@ -14,7 +14,7 @@ from django.db import transaction
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.services import token_create
 from labgpu.bookings.models import Booking
-from labgpu.bookings.services import booking_create
+from labgpu.bookings.services import booking_approve, booking_create, booking_extend
 from labgpu.catalog.models import InstanceType, NodePool, ProviderAccount
 from labgpu.chat import crypto as chat_crypto
 from labgpu.chat import kinds as chat_kinds
@@ -160,14 +160,22 @@ POOLS: list[dict[str, Any]] = [
         granularity_minutes=60,
         min_duration_minutes=60,
     ),
+    # The pool that offers volumes: each user's /data outlives the node (alice's live node below
+    # mounts hers); the others show a pool without one.
     dict(
         slug="h100-tor1",
         name="H100 ×1 · tor1",
         type="h100-1",
         region="tor1",
         capacity=2,
+        volume_scope=NodePool.VolumeScope.USER,
     ),
 ]
+VOLUME_DEMO_POOL = "h100-tor1"
+
+# An approved booking of alice's in the approval pool whose extension waits for bob (her lab's
+# admin) in his approval queue: (pool slug, days ahead, hours, hours asked on top, purpose)
+EXTENSION_DEMO = ("mi350x-atl1", 4, 4, 2, "[demo] Video diffusion ablations (longer run asked)")
 
 # Bookings that run now, made on every `make run` start (`seed_demo --live`) unless the last ones
 # still run: the emulator's fixture agents report varying utilisation on their booking pages, and
@@ -224,6 +232,7 @@ class Command(BaseCommand):
             self._quotas()
             self._chat_channel(users)
         self._bookings(users, pools)
+        self._extension_request(users, pools)
         seed_history(users=users, pools=pools)
         seed_quota_request(users=users, pools=pools)
         if options["live"]:
@@ -378,6 +387,24 @@ class Command(BaseCommand):
                 purpose=purpose,
                 jupyter=purpose in notebooks,
             )
+
+    def _extension_request(self, users: dict[str, User], pools: dict[str, NodePool]) -> None:
+        """alice's approved booking with a longer end asked: the extension awaits bob."""
+        pool_slug, days, hours, more, purpose = EXTENSION_DEMO
+        if Booking.objects.filter(purpose=purpose).exists():
+            return
+        start = ceil_to_grid(now() + timedelta(days=days), 60).replace(hour=2)
+        booking, _ = booking_create(
+            user=users["alice"],
+            pool=pools[pool_slug],
+            start=start,
+            end=start + timedelta(hours=hours),
+            purpose=purpose,
+        )
+        booking = booking_approve(actor=users["bob"], booking=booking)
+        booking_extend(
+            actor=users["alice"], booking=booking, end=booking.end + timedelta(hours=more)
+        )
 
     def _live_bookings(self) -> None:
         """The LIVE bookings, starting now, unless live ones are still running."""
