@@ -291,6 +291,7 @@ SPECTACULAR_SETTINGS = {
         "InvitationStatusEnum": "labgpu.invitations.models.Invitation.Status",
         "GroupMappingRoleEnum": "labgpu.sso.models.GroupMapping.Role",
         "GroupMappingSourceEnum": "labgpu.sso.models.GroupMapping.Source",
+        "IdentityKindEnum": "labgpu.directory.serializers.IDENTITY_KINDS",
         "ChatChannelKindEnum": "labgpu.chat.models.ChatChannel.Kind",
         "ChatDeliveryStatusEnum": "labgpu.chat.models.ChatDelivery.Status",
     },

@@ -1440,6 +1440,57 @@ export interface paths {
         patch: operations["v1_sso_group_mappings_partial_update"];
         trace?: never;
     };
+    "/api/v1/sso/identity-links/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Links made by username before issue 22, awaiting a site admin's review (I-10). */
+        get: operations["v1_sso_identity_links_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso/identity-links/confirm/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description A site admin vouches that a link joins the right person (audited). */
+        post: operations["v1_sso_identity_links_confirm_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso/identity-links/cut/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description A site admin cuts a link: the identity's next sign-in makes a new account (audited). */
+        post: operations["v1_sso_identity_links_cut_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tokens/": {
         parameters: {
             query?: never;
@@ -2226,6 +2277,33 @@ export interface components {
             /** @description /data's bytes (statvfs), only when a volume is mounted there. */
             data?: components["schemas"]["HeartbeatDataRequest"];
         };
+        /**
+         * @description * `oidc` - oidc
+         *     * `ldap` - ldap
+         * @enum {string}
+         */
+        IdentityKindEnum: "oidc" | "ldap";
+        IdentityLink: {
+            kind: components["schemas"]["IdentityKindEnum"];
+            /** @description The OIDC issuer, or the directory. */
+            provider: string;
+            /** @description The OIDC subject, or the directory entry's DN. */
+            identifier: string;
+            link_method: string;
+            /** Format: date-time */
+            created_at: string;
+            id: number;
+            /** @description The local account's username. */
+            user: string;
+            is_site_admin: boolean;
+            /** Format: date-time */
+            confirmed_at: string | null;
+        };
+        IdentityLinkRefRequest: {
+            kind: components["schemas"]["IdentityKindEnum"];
+            /** Format: int64 */
+            id: number;
+        };
         IdlePolicy: {
             idle_minutes: number;
             grace_minutes: number;
@@ -2417,7 +2495,7 @@ export interface components {
             password: string;
         };
         LinkedIdentity: {
-            kind: components["schemas"]["LinkedIdentityKindEnum"];
+            kind: components["schemas"]["IdentityKindEnum"];
             /** @description The OIDC issuer, or the directory. */
             provider: string;
             /** @description The OIDC subject, or the directory entry's DN. */
@@ -2426,12 +2504,6 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
-        /**
-         * @description * `oidc` - oidc
-         *     * `ldap` - ldap
-         * @enum {string}
-         */
-        LinkedIdentityKindEnum: "oidc" | "ldap";
         LoginRequest: {
             username: string;
             password: string;
@@ -11931,6 +12003,227 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["GroupMapping"];
                 };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_sso_identity_links_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityLink"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_sso_identity_links_confirm_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentityLinkRefRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["IdentityLinkRefRequest"];
+                "multipart/form-data": components["schemas"]["IdentityLinkRefRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityLink"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_sso_identity_links_cut_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentityLinkRefRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["IdentityLinkRefRequest"];
+                "multipart/form-data": components["schemas"]["IdentityLinkRefRequest"];
+            };
+        };
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input */
             400: {

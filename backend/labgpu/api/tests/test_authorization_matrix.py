@@ -174,6 +174,9 @@ MATRIX |= {
     "GET /api/v1/sso/group-mappings/{id}/": SITE_ADMIN_ONLY,
     "PATCH /api/v1/sso/group-mappings/{id}/": SITE_ADMIN_ONLY,
     "DELETE /api/v1/sso/group-mappings/{id}/": SITE_ADMIN_ONLY,
+    "GET /api/v1/sso/identity-links/": SITE_ADMIN_ONLY,
+    "POST /api/v1/sso/identity-links/confirm/": SITE_ADMIN_ONLY,
+    "POST /api/v1/sso/identity-links/cut/": SITE_ADMIN_ONLY,
 }
 LAB_ADMINS = ("deny", "deny", "ok", "ok", "auth", "auth")
 ANYONE = ("ok", "ok", "ok", "ok", "ok", "ok")

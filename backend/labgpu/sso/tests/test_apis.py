@@ -178,3 +178,34 @@ def test_I10_site_admins_list_confirm_and_cut_links_made_by_username(carol, alic
     assert set(
         AuditEvent.objects.filter(action__startswith="sso.link").values_list("action", flat=True)
     ) == {"sso.link_confirm", "sso.link_cut"}
+
+
+def test_I10_the_review_api_lists_confirms_and_cuts_links_made_by_username(
+    as_carol, as_bob, alice, bob
+):
+    from labgpu.sso.models import OidcIdentity
+
+    flagged = OidcIdentity.objects.create(
+        user=alice, issuer="https://idp.example", subject="a-1", link_method="username"
+    )
+    other = OidcIdentity.objects.create(
+        user=bob, issuer="https://idp.example", subject="b-1", link_method="username"
+    )
+
+    listed = as_carol.get("/api/v1/sso/identity-links/").json()
+    refused = as_bob.post("/api/v1/sso/identity-links/cut/", {"kind": "oidc", "id": other.pk})
+    confirmed = as_carol.post(
+        "/api/v1/sso/identity-links/confirm/", {"kind": "oidc", "id": flagged.pk}
+    )
+    cut = as_carol.post("/api/v1/sso/identity-links/cut/", {"kind": "oidc", "id": other.pk})
+    missing = as_carol.post("/api/v1/sso/identity-links/cut/", {"kind": "ldap", "id": other.pk})
+
+    assert [(row["user"], row["identifier"]) for row in listed] == [
+        ("alice", "a-1"),
+        ("bob", "b-1"),
+    ]
+    assert refused.status_code == 403
+    assert confirmed.status_code == 200 and confirmed.json()["confirmed_at"]
+    assert cut.status_code == 204 and missing.status_code == 404
+    assert list(OidcIdentity.objects.values_list("subject", flat=True)) == ["a-1"]
+    assert as_carol.get("/api/v1/sso/identity-links/").json() == []
