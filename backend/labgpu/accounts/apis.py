@@ -2,6 +2,7 @@ from django.contrib.auth import login, logout
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_protect, ensure_csrf_cookie
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -58,7 +59,7 @@ class LoginView(APIView):
     def post(self, request: Request) -> Response:
         if not password_login_enabled():
             raise NotPermitted(
-                "Password sign-in is turned off here: sign in with single sign-on.",
+                _("Password sign-in is turned off here: sign in with single sign-on."),
                 code="password_login_disabled",
             )
         data = LoginSerializer(data=request.data)
@@ -205,7 +206,9 @@ class ApiTokenViewSet(
         super().check_permissions(request)
         # A token must not mint or revoke tokens: a leaked one could otherwise entrench itself.
         if isinstance(request.auth, ApiToken) and request.method not in ("GET", "HEAD", "OPTIONS"):
-            raise NotPermitted("Manage tokens from a signed-in session.", code="session_required")
+            raise NotPermitted(
+                _("Manage tokens from a signed-in session."), code="session_required"
+            )
 
     @extend_schema(request=ApiTokenSerializer, responses={201: ApiTokenCreatedSerializer})
     def create(self, request: Request) -> Response:

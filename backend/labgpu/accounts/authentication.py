@@ -1,3 +1,4 @@
+from django.utils import translation
 from django.utils.translation import gettext as _
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -6,6 +7,14 @@ from rest_framework.request import Request
 
 from labgpu.accounts.models import ApiToken, User
 from labgpu.accounts.services import TOKEN_PREFIX, token_authenticate
+
+
+def speak_users_language(request: Request, user: User) -> None:
+    """Once the caller is known, answer in their profile's language; before that (signed out,
+    or refused), LocaleMiddleware has already chosen from Accept-Language."""
+    if user.language:
+        translation.activate(user.language)
+        request._request.LANGUAGE_CODE = translation.get_language()
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -25,6 +34,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         token = token_authenticate(parts[1])
         if token is None:
             raise exceptions.AuthenticationFailed(_("Invalid, expired or revoked token."))
+        speak_users_language(request, token.user)
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:
@@ -34,6 +44,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 class CsrfCheckedSessionAuthentication(authentication.SessionAuthentication):
     """DRF's session authentication, its CSRF refusal coded `csrf_failed` like Django's own CSRF
     failure view (labgpu.api.exceptions.csrf_failure): one code for one failure (docs/api.md)."""
+
+    def authenticate(self, request: Request) -> tuple[User, None] | None:
+        found = super().authenticate(request)
+        if found is not None:
+            speak_users_language(request, found[0])
+        return found
 
     def enforce_csrf(self, request: Request) -> None:
         try:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.contrib.auth import authenticate
 from django.core.cache import cache
+from django.utils.translation import gettext as _
 
 from labgpu.api.throttling import LoginRateThrottle
 from labgpu.core.errors import ApplicationError
@@ -41,7 +42,8 @@ class LoginThrottled(ApplicationError):
     def __init__(self, wait_s: float) -> None:
         self.retry_after_s = max(1, math.ceil(wait_s))
         super().__init__(
-            f"Too many sign-in attempts; try again in {self.retry_after_s} s.",
+            _("Too many sign-in attempts; try again in %(seconds)s s.")
+            % {"seconds": self.retry_after_s},
             extra={"retry_after_s": self.retry_after_s},
         )
 
@@ -51,7 +53,7 @@ class InvalidCredentials(ApplicationError):
     default_code = "invalid_credentials"
 
     def __init__(self) -> None:
-        super().__init__("Wrong username or password.")
+        super().__init__(_("Wrong username or password."))
 
 
 def _keys(username: str) -> tuple[str, str, str]:

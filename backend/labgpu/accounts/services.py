@@ -28,13 +28,13 @@ def token_create(
     unknown = set(scopes) - set(ApiToken.Scope.values)
     if not scopes or unknown:
         raise ApplicationError(
-            f"Pick scopes from {', '.join(ApiToken.Scope.values)}.",
+            _("Pick scopes from %(scopes)s.") % {"scopes": ", ".join(ApiToken.Scope.values)},
             code="invalid_scopes",
             field="scopes",
         )
     if expires_at is not None and expires_at <= now():
         raise ApplicationError(
-            "The expiry must be in the future.", code="expiry_in_past", field="expires_at"
+            _("The expiry must be in the future."), code="expiry_in_past", field="expires_at"
         )
     prefix = secrets.token_hex(4)
     raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
@@ -118,7 +118,7 @@ def ssh_key_add(*, user: User, name: str, public_key: str) -> SshKey:
             )
     except IntegrityError:
         raise Conflict(
-            "You already added this key.", code="duplicate_ssh_key", field="public_key"
+            _("You already added this key."), code="duplicate_ssh_key", field="public_key"
         ) from None
 
 
@@ -126,12 +126,12 @@ def require_lab_admin(*, actor: User, lab: Lab) -> None:
     if actor.is_site_admin:
         return
     if not Membership.objects.filter(user=actor, lab=lab, role=Membership.Role.LAB_ADMIN).exists():
-        raise NotPermitted("Only this lab's admins can do that.", code="not_lab_admin")
+        raise NotPermitted(_("Only this lab's admins can do that."), code="not_lab_admin")
 
 
 def require_site_admin(*, actor: User) -> None:
     if not actor.is_site_admin:
-        raise NotPermitted("Only site admins can do that.", code="not_site_admin")
+        raise NotPermitted(_("Only site admins can do that."), code="not_site_admin")
 
 
 def require_site_admin_to_add(*, actor: User) -> None:
@@ -140,7 +140,7 @@ def require_site_admin_to_add(*, actor: User) -> None:
     by accepting) and manage the members they have (roles, limits, removal)."""
     if not actor.is_site_admin:
         raise NotPermitted(
-            "Only site admins add members to a lab directly; invite people by e-mail instead.",
+            _("Only site admins add members to a lab directly; invite people by e-mail instead."),
             code="not_site_admin",
         )
 
@@ -166,7 +166,10 @@ def membership_add(
         },
     )
     if not created:
-        raise Conflict(f"{user.username} is already in {lab.name}.", code="already_member")
+        raise Conflict(
+            _("%(username)s is already in %(lab)s.") % {"username": user.username, "lab": lab.name},
+            code="already_member",
+        )
     audit_record(
         actor=actor,
         action="membership.add",
@@ -220,7 +223,7 @@ def _ensure_another_admin(membership: Membership) -> None:
         pk=membership.pk
     )
     if not others.exists():
-        raise Conflict("A lab needs at least one lab admin.", code="last_lab_admin")
+        raise Conflict(_("A lab needs at least one lab admin."), code="last_lab_admin")
 
 
 @transaction.atomic
@@ -275,8 +278,10 @@ def _free_slug(name: str) -> str:
 def _lab_unique(lab: Lab) -> None:
     others = Lab.objects.exclude(pk=lab.pk)
     if others.filter(name__iexact=lab.name).exists():
-        raise ApplicationError("A lab with this name exists.", code="duplicate_lab", field="name")
+        raise ApplicationError(
+            _("A lab with this name exists."), code="duplicate_lab", field="name"
+        )
     if others.filter(slug=lab.slug).exists():
         raise ApplicationError(
-            "A lab with this short name exists.", code="duplicate_lab", field="slug"
+            _("A lab with this short name exists."), code="duplicate_lab", field="slug"
         )

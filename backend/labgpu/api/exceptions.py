@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError, RestrictedError
 from django.http import Http404, JsonResponse
+from django.utils.translation import gettext as _
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -67,7 +68,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         users = sorted({obj._meta.verbose_name_plural for obj in exc.args[1]})
         return Response(
             error_body(
-                f"Still in use by {', '.join(map(str, users))}; deactivate it instead.",
+                _("Still in use by %(tables)s; deactivate it instead.")
+                % {"tables": ", ".join(map(str, users))},
                 "in_use",
                 {"referenced_by": [str(u) for u in users]},
             ),
@@ -78,7 +80,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return Response(
             error_body(
-                f"The request body is larger than {limit} bytes.",
+                _("The request body is larger than %(limit)s bytes.") % {"limit": limit},
                 "request_too_large",
                 {"limit_bytes": limit},
             ),
@@ -98,7 +100,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if response is None:
         logger.exception("Unhandled error in %s", context.get("view"))
         return Response(
-            error_body("Something went wrong on our side. It has been logged.", "server_error"),
+            error_body(_("Something went wrong on our side. It has been logged."), "server_error"),
             status=status.HTTP_500_INTERNAL_SERVER_ERROR,
         )
     detail = response.data.get("detail", "") if isinstance(response.data, dict) else ""

@@ -4,6 +4,7 @@ from itertools import pairwise
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -118,7 +119,7 @@ class BookingViewSet(
         key = request.headers.get("Idempotency-Key", "").strip() or None
         if key and len(key) > 255:
             raise ApplicationError(
-                "Idempotency-Key is at most 255 characters.", code="invalid_idempotency_key"
+                _("Idempotency-Key is at most 255 characters."), code="invalid_idempotency_key"
             )
         data = serializer.validated_data
         booking, created = services.booking_create(
@@ -414,9 +415,9 @@ def _booking_membership(user: User, lab_id: int | None) -> Membership | None:
         for membership in memberships:
             if membership.lab_id == lab_id:
                 return membership
-        raise NotPermitted("You are not a member of this lab.", code="not_a_member", field="lab")
+        raise NotPermitted(_("You are not a member of this lab."), code="not_a_member", field="lab")
     if len(memberships) > 1:
         raise ApplicationError(
-            "You are in several labs: say which one books.", code="lab_required", field="lab"
+            _("You are in several labs: say which one books."), code="lab_required", field="lab"
         )
     return memberships[0] if memberships else None

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import models, transaction
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import User
 from labgpu.audit.services import audit_record
@@ -18,7 +19,7 @@ from labgpu.core.errors import NotPermitted
 
 def _require_site_admin(actor: User) -> None:
     if not actor.is_site_admin:
-        raise NotPermitted("Only site admins can change the catalog.", code="not_site_admin")
+        raise NotPermitted(_("Only site admins can change the catalog."), code="not_site_admin")
 
 
 def _jsonable(value: Any) -> Any:

@@ -11,6 +11,7 @@ import httpx
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from labgpu import egress
 from labgpu.accounts.models import Lab, User
@@ -34,7 +35,7 @@ def require_channel_manager(*, actor: User, channel: ChatChannel) -> None:
     """A user manages their own channels; a lab's lab admins (and site admins) manage its."""
     if channel.user_id is not None:
         if channel.user_id != actor.pk:
-            raise NotPermitted("This is someone else's channel.", code="not_channel_owner")
+            raise NotPermitted(_("This is someone else's channel."), code="not_channel_owner")
         return
     assert channel.lab is not None
     require_lab_admin(actor=actor, lab=channel.lab)
@@ -46,7 +47,9 @@ def _clean_events(events: list[str] | None) -> list[str]:
     unknown = sorted(set(events) - set(SUBSCRIBABLE_EVENTS))
     if unknown:
         raise ApplicationError(
-            f"Unknown events: {', '.join(unknown)}.", code="invalid_events", field="events"
+            _("Unknown events: %(events)s.") % {"events": ", ".join(unknown)},
+            code="invalid_events",
+            field="events",
         )
     return [event for event in SUBSCRIBABLE_EVENTS if event in events]
 
@@ -54,13 +57,13 @@ def _clean_events(events: list[str] | None) -> list[str]:
 def _check_secret(kind: str, secret: str) -> None:
     if len(secret) > kinds.MAX_SECRET:
         raise ApplicationError(
-            f"The secret is longer than {kinds.MAX_SECRET} characters.",
+            _("The secret is longer than %(limit)s characters.") % {"limit": kinds.MAX_SECRET},
             code="invalid_secret",
             field="secret",
         )
     if kind == ChatChannel.Kind.WEBHOOK and len(secret) < 16:
         raise ApplicationError(
-            "A generic webhook needs a signing secret of at least 16 characters.",
+            _("A generic webhook needs a signing secret of at least 16 characters."),
             code="invalid_secret",
             field="secret",
         )
@@ -82,14 +85,16 @@ def channel_create(
     """A channel of `actor` (or of `lab`, which `actor` administers). The URL and secret are
     sealed and never shown again; `hint` is what the API shows."""
     if kind not in ChatChannel.Kind.values:
-        raise ApplicationError(f"Unknown kind {kind!r}.", code="invalid_kind", field="kind")
+        raise ApplicationError(
+            _("Unknown kind %(kind)s.") % {"kind": kind}, code="invalid_kind", field="kind"
+        )
     if lab is not None:
         require_lab_admin(actor=actor, lab=lab)
     _check_secret(kind, secret)
     url = url.strip()
     kinds.validate_url(kind, url)
     if timezone and timezone not in zoneinfo.available_timezones():
-        raise ApplicationError("Unknown time zone.", code="invalid_timezone", field="timezone")
+        raise ApplicationError(_("Unknown time zone."), code="invalid_timezone", field="timezone")
     channel = ChatChannel.objects.create(
         name=name.strip()[:100] or kind,
         kind=kind,

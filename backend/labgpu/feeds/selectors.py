@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.selectors import lab_ids_of
 from labgpu.accounts.services import hash_token
@@ -27,16 +28,16 @@ def feed_for_secret(raw: str) -> CalendarFeed:
     revoked or expired, the user deactivated, or the pool no longer visible to its owner all look
     the same from outside."""
     if not raw.startswith(FEED_PREFIX):
-        raise NotFound("No such feed.")
+        raise NotFound(_("No such feed."))
     feed = (
         CalendarFeed.objects.select_related("user", "pool", "created_by_token")
         .filter(secret_hash=hash_token(raw), revoked_at__isnull=True)
         .first()
     )
     if feed is None or feed.ended_at is not None or not feed.user.is_active:
-        raise NotFound("No such feed.")
+        raise NotFound(_("No such feed."))
     if feed.pool_id and not pools_visible_to(feed.user).filter(pk=feed.pool_id).exists():
-        raise NotFound("No such feed.")
+        raise NotFound(_("No such feed."))
     return feed
 
 

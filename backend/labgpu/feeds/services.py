@@ -3,6 +3,7 @@
 import secrets
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import ApiToken, User
 from labgpu.accounts.services import hash_token
@@ -25,20 +26,22 @@ def feed_create(
     if kind == CalendarFeed.Kind.USER:
         if pool is not None:
             raise ApplicationError(
-                "A feed of your bookings takes no pool.", code="invalid", field="pool"
+                _("A feed of your bookings takes no pool."), code="invalid", field="pool"
             )
     elif kind == CalendarFeed.Kind.POOL:
         if pool is None:
-            raise ApplicationError("Pick the pool to follow.", code="required", field="pool")
+            raise ApplicationError(_("Pick the pool to follow."), code="required", field="pool")
         if not pools_visible_to(user).filter(pk=pool.pk).exists():
             # As the serializer answers an unknown id: a hidden pool reads as one that is not.
             raise ApplicationError(
-                f'Invalid pk "{pool.pk}" - object does not exist.',
+                _('Invalid pk "%(pk)s" - object does not exist.') % {"pk": pool.pk},
                 code="does_not_exist",
                 field="pool",
             )
     else:
-        raise ApplicationError(f"Unknown feed kind: {kind}.", code="invalid", field="kind")
+        raise ApplicationError(
+            _("Unknown feed kind: %(kind)s.") % {"kind": kind}, code="invalid", field="kind"
+        )
     prefix = secrets.token_hex(4)
     raw = f"{FEED_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     feed = CalendarFeed.objects.create(

@@ -1,4 +1,5 @@
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -174,7 +175,7 @@ class BookingKeepView(APIView):
         # Keep takes no body: one sent is a client that means something else (read as JSON, so a
         # malformed one is a 400 too).
         if request.data:
-            raise ApplicationError("Keep takes no request body.", code="unexpected_body")
+            raise ApplicationError(_("Keep takes no request body."), code="unexpected_body")
         booking = get_object_or_404(bookings_visible_to(request.user), pk=pk)
         booking_keep(actor=request.user, booking=booking)
         return Response(BookingUtilisationSerializer(booking_utilisation(booking)).data)

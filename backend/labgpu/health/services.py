@@ -4,6 +4,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.utils.translation import gettext as _
 from labgpu_agent.report import ReportValidationError, validate_report
 
 from labgpu.audit.services import audit_record
@@ -49,7 +50,7 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
     """
     if not node.provider_id and not _adopt_droplet(node):
         raise DropletUnknown(
-            "The node's droplet is not recorded yet; retry shortly.", extra={"retry_after_s": 5}
+            _("The node's droplet is not recorded yet; retry shortly."), extra={"retry_after_s": 5}
         )
     crash_point("bootstrap.before_claim")
     token = new_heartbeat_token()
@@ -73,7 +74,8 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
             )
             if not moved:
                 raise Conflict(
-                    f"Node is {node.status}; it does not accept an agent now.",
+                    _("Node is %(status)s; it does not accept an agent now.")
+                    % {"status": node.get_status_display()},
                     code="invalid_status",
                 )
             crash_point("bootstrap.before_commit")
@@ -102,7 +104,7 @@ def _bootstrap_answered_before(node: Node) -> str:
     token = unseal(current["heartbeat_token_sealed"], purpose=HEARTBEAT_TOKEN_PURPOSE)
     if current["status"] != NodeStatus.CHECKING or token is None:
         raise ApplicationError(
-            "This bootstrap token was already used.", code="token_used", status_code=401
+            _("This bootstrap token was already used."), code="token_used", status_code=401
         )
     Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now())
     return token
@@ -124,7 +126,7 @@ def agent_notebook_state(*, node: Node, state: str) -> None:
     """Record JupyterLab's state as the node's agent reports it (booking detail shows it)."""
     if not node.booking.jupyter:
         raise ApplicationError(
-            "This node's booking did not ask for JupyterLab.", code="no_notebook", field="state"
+            _("This node's booking did not ask for JupyterLab."), code="no_notebook", field="state"
         )
     Node.objects.filter(pk=node.pk, status__in=NOTEBOOK_REPORTED_IN).update(
         notebook_state=state, last_heartbeat_at=now()
@@ -302,7 +304,8 @@ def node_request_deep_check(*, node: Node, actor: Any) -> Node:
     )
     if not requested:
         raise Conflict(
-            f"Node is {node.status}; only a checking or ready node can run a deep check.",
+            _("Node is %(status)s; only a checking or ready node can run a deep check.")
+            % {"status": node.get_status_display()},
             code="invalid_status",
         )
     node.refresh_from_db(fields=["deep_check_requested_at", "status"])

@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
+from django.utils.translation import gettext as _
 
 from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
@@ -123,14 +124,18 @@ def booking_keep(*, actor: Any, booking: Booking) -> BookingUtilisation:
     Only a warned booking can be kept: a keep without a warning (or a second one) would restart
     the idle clock unasked, so it is refused and nothing is written."""
     if not booking_changeable_by(actor, booking):
-        raise NotPermitted("You cannot keep this booking.", code="not_your_booking")
+        raise NotPermitted(_("You cannot keep this booking."), code="not_your_booking")
     if booking.status != Booking.Status.READY:
-        raise Conflict(f"A {booking.status} booking cannot be kept.", code="invalid_status")
+        raise Conflict(
+            _("This booking is %(status)s: it cannot be kept.")
+            % {"status": booking.get_status_display()},
+            code="invalid_status",
+        )
     moment = now()
     totals = BookingUtilisation.objects.select_for_update().filter(booking=booking).first()
     if totals is None or totals.idle_warned_at is None:
         raise Conflict(
-            "This booking has no idle warning to answer: it is not about to end.",
+            _("This booking has no idle warning to answer: it is not about to end."),
             code="not_idle_warned",
         )
     totals.kept_at = totals.last_active_at = moment

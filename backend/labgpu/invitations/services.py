@@ -55,7 +55,9 @@ def invitation_create(
     Lab.objects.select_for_update().filter(pk=lab.pk).first()
     if Membership.objects.filter(lab=lab, user__in=users_with_verified_email(email)).exists():
         raise Conflict(
-            f"Someone with {email} is already in {lab.name}.", code="already_member", field="email"
+            _("Someone with %(email)s is already in %(lab)s.") % {"email": email, "lab": lab.name},
+            code="already_member",
+            field="email",
         )
     pending = Invitation.objects.filter(
         lab=lab,
@@ -66,7 +68,8 @@ def invitation_create(
     )
     if pending.exists():
         raise Conflict(
-            f"{email} already has a pending invitation; revoke it to send a new one.",
+            _("%(email)s already has a pending invitation; revoke it to send a new one.")
+            % {"email": email},
             code="already_invited",
             field="email",
         )
@@ -100,7 +103,7 @@ def invitation_revoke(*, actor: User, invitation: Invitation) -> None:
         pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True
     ).update(revoked_at=now())
     if not revoked:
-        raise Conflict("This invitation was already used or revoked.", code="invitation_closed")
+        raise Conflict(_("This invitation was already used or revoked."), code="invitation_closed")
     audit_record(
         actor=actor,
         action="invitation.revoke",
@@ -120,7 +123,7 @@ def invitation_for_token(raw: str) -> Invitation:
             .first()
         )
     if invitation is None:
-        raise NotFound("This invitation link is not valid.", code="invitation_invalid")
+        raise NotFound(_("This invitation link is not valid."), code="invitation_invalid")
     return invitation
 
 
@@ -128,17 +131,19 @@ def _require_open(invitation: Invitation) -> None:
     status = invitation.status
     if status == Invitation.Status.EXPIRED:
         raise Conflict(
-            "This invitation has expired; ask the lab admin for a new one.",
+            _("This invitation has expired; ask the lab admin for a new one."),
             code="invitation_expired",
         )
     if status != Invitation.Status.PENDING:
-        raise Conflict("This invitation was already used or revoked.", code="invitation_closed")
+        raise Conflict(_("This invitation was already used or revoked."), code="invitation_closed")
 
 
 def _join(*, invitation: Invitation, user: User) -> Membership:
     """Consume the invitation for `user` and make the membership, in the caller's transaction."""
     if Membership.objects.filter(user=user, lab=invitation.lab).exists():
-        raise Conflict(f"You are already in {invitation.lab.name}.", code="already_member")
+        raise Conflict(
+            _("You are already in %(lab)s.") % {"lab": invitation.lab.name}, code="already_member"
+        )
     moment = now()
     used = Invitation.objects.filter(
         pk=invitation.pk,
@@ -147,7 +152,7 @@ def _join(*, invitation: Invitation, user: User) -> Membership:
         expires_at__gt=moment,
     ).update(accepted_at=moment, accepted_by=user)
     if not used:  # someone else used it, or it was revoked, since we read it
-        raise Conflict("This invitation was already used or revoked.", code="invitation_closed")
+        raise Conflict(_("This invitation was already used or revoked."), code="invitation_closed")
     membership = Membership.objects.create(user=user, lab=invitation.lab, role=invitation.role)
     audit_record(
         actor=user,
@@ -215,7 +220,10 @@ def invitation_sign_up(*, raw: str, username: str, password: str) -> tuple[User,
     The account's e-mail is the invited address (the link proves they read its mail)."""
     if not local_signup_enabled():
         raise ApplicationError(
-            "Local accounts are off here: sign in with single sign-on, then open the link again.",
+            _(
+                "Local accounts are off here: sign in with single sign-on, "
+                "then open the link again."
+            ),
             code="local_login_disabled",
             status_code=403,
         )
@@ -224,7 +232,7 @@ def invitation_sign_up(*, raw: str, username: str, password: str) -> tuple[User,
     # Only a proved address blocks: anyone may have typed the invitee's into their profile.
     if users_with_verified_email(invitation.email).exists():
         raise Conflict(
-            "An account with this e-mail address exists: sign in to accept.",
+            _("An account with this e-mail address exists: sign in to accept."),
             code="account_exists",
         )
     # The link went to the invited address, so opening it proves the address.
@@ -243,7 +251,9 @@ def invitation_sign_up(*, raw: str, username: str, password: str) -> tuple[User,
         with transaction.atomic():
             user.save()
     except IntegrityError:
-        raise Conflict("That username is taken.", code="username_taken", field="username") from None
+        raise Conflict(
+            _("That username is taken."), code="username_taken", field="username"
+        ) from None
     audit_record(
         actor=user,
         action="user.sign_up",

@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -86,7 +87,7 @@ class VolumeDetailApi(APIView):
         Refused (409 `volume_in_use`) while a booking uses it."""
         volume = volumes_visible_to(request.user).filter(pk=pk).first()
         if volume is None:
-            raise NotFound("No such volume.")
+            raise NotFound(_("No such volume."))
         user = request.user
         allowed = (
             user.is_site_admin
@@ -94,7 +95,7 @@ class VolumeDetailApi(APIView):
             or (volume.owner_lab_id is not None and volume.owner_lab_id in admin_lab_ids_of(user))
         )
         if not allowed:
-            raise NotPermitted("Only the volume's owner or its lab's admins may delete it.")
+            raise NotPermitted(_("Only the volume's owner or its lab's admins may delete it."))
         volume_delete_as(actor=user, volume=volume)
         return Response(status=204)
 
@@ -118,7 +119,7 @@ class LabVolumeSizeApi(APIView):
         lab = Lab.objects.filter(pk=lab_id).first()
         user = request.user
         if lab is None or not (user.is_site_admin or lab.pk in admin_lab_ids_of(user)):
-            raise NotFound("No such lab among those you administer.")
+            raise NotFound(_("No such lab among those you administer."))
         return lab
 
     def _answer(self, lab: Lab) -> Response:

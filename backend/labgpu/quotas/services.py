@@ -3,6 +3,7 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, User
 from labgpu.accounts.selectors import is_lab_admin
@@ -19,8 +20,8 @@ def quota_set(
     *, actor: User, lab: Lab, instance_type: InstanceType, month: date, gpu_hours: Decimal
 ) -> Quota:
     if not actor.is_site_admin:
-        raise NotPermitted("Only site admins set quotas.", code="not_site_admin")
-    quota, _ = Quota.objects.select_for_update().update_or_create(
+        raise NotPermitted(_("Only site admins set quotas."), code="not_site_admin")
+    quota, _created = Quota.objects.select_for_update().update_or_create(
         lab=lab,
         instance_type=instance_type,
         month=month_start(month),
@@ -47,12 +48,14 @@ def quota_request_create(
     reason: str = "",
 ) -> QuotaRequest:
     if not is_lab_admin(actor, lab.pk):
-        raise NotPermitted("Only this lab's admins can request quota.", code="not_lab_admin")
+        raise NotPermitted(_("Only this lab's admins can request quota."), code="not_lab_admin")
     month = month_start(month)
     if month < month_start(now()):
-        raise ApplicationError("That month is over.", code="month_in_past", field="month")
+        raise ApplicationError(_("That month is over."), code="month_in_past", field="month")
     if gpu_hours <= 0:
-        raise ApplicationError("Ask for more than zero hours.", code="invalid", field="gpu_hours")
+        raise ApplicationError(
+            _("Ask for more than zero hours."), code="invalid", field="gpu_hours"
+        )
     request = QuotaRequest.objects.create(
         lab=lab,
         instance_type=instance_type,
@@ -73,7 +76,7 @@ def quota_request_create(
 
 def _decide(*, actor: User, request: QuotaRequest, to_status: str, reason: str) -> None:
     if not actor.is_site_admin:
-        raise NotPermitted("Only site admins decide quota requests.", code="not_site_admin")
+        raise NotPermitted(_("Only site admins decide quota requests."), code="not_site_admin")
     won = transition(
         QuotaRequest,
         pk=request.pk,
@@ -84,7 +87,7 @@ def _decide(*, actor: User, request: QuotaRequest, to_status: str, reason: str) 
         decision_reason=reason,
     )
     if not won:
-        raise Conflict("This request was already decided.", code="already_decided")
+        raise Conflict(_("This request was already decided."), code="already_decided")
 
 
 @transaction.atomic
@@ -124,7 +127,7 @@ def quota_request_approve(*, actor: User, request: QuotaRequest, reason: str = "
 @transaction.atomic
 def quota_request_reject(*, actor: User, request: QuotaRequest, reason: str) -> QuotaRequest:
     if not reason.strip():
-        raise ApplicationError("Say why you reject it.", code="reason_required", field="reason")
+        raise ApplicationError(_("Say why you reject it."), code="reason_required", field="reason")
     _decide(actor=actor, request=request, to_status=QuotaRequest.Status.REJECTED, reason=reason)
     request.refresh_from_db()
     audit_record(

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.emails import users_with_verified_email
 from labgpu.accounts.models import User
@@ -67,7 +68,7 @@ def verified_email(claims: dict[str, Any]) -> str:
 def create_user_from_provider(*, proposed_username: str, **fields: Any) -> User:
     """A new account named after `proposed_username`, or a free variant of it; never an error
     for a taken name (two first sign-ins at once: the second takes the next variant)."""
-    for _ in range(5):
+    for _attempt in range(5):
         username = free_username(proposed_username, User.objects.values_list("username", flat=True))
         user = User(username=username, **fields)
         user.set_unusable_password()
@@ -77,7 +78,7 @@ def create_user_from_provider(*, proposed_username: str, **fields: Any) -> User:
             return user
         except IntegrityError:
             continue
-    raise Conflict("Could not find a free username; try again.", code="username_race")
+    raise Conflict(_("Could not find a free username; try again."), code="username_race")
 
 
 def _adoptable_by_email(*, issuer: str, claims: dict[str, Any]) -> User | None:
@@ -113,9 +114,9 @@ def _subject(claims: dict[str, Any]) -> str:
     subject = claims.get("sub")
     # OIDC Core §2: sub is at most 255 ASCII characters; a NUL would fail the lookup with a 500.
     if not isinstance(subject, str) or not subject or len(subject) > 255:
-        raise SsoRefused("The provider sent no usable subject.")
+        raise SsoRefused(_("The provider sent no usable subject."))
     if any(ord(char) < 32 or ord(char) == 127 for char in subject):
-        raise SsoRefused("The provider's subject holds a control character.")
+        raise SsoRefused(_("The provider's subject holds a control character."))
     return subject
 
 
@@ -131,7 +132,7 @@ def oidc_user_upsert(*, issuer: str, claims: dict[str, Any]) -> User:
     )
     if identity is not None:
         if not identity.usable_for_sign_in():
-            raise SsoRefused("This link to a site admin awaits a site admin's confirmation.")
+            raise SsoRefused(_("This link to a site admin awaits a site admin's confirmation."))
         user = identity.user
     else:
         user = _adoptable_by_email(issuer=issuer, claims=claims)
@@ -186,9 +187,9 @@ def oidc_identity_link(*, user: User, issuer: str, claims: dict[str, Any]) -> Oi
     if existing is not None:
         if existing.user_id == user.pk:
             return existing
-        raise SsoRefused("This identity is already linked to another account.")
+        raise SsoRefused(_("This identity is already linked to another account."))
     if OidcIdentity.objects.filter(user=user, issuer=issuer).exists():
-        raise SsoRefused("Your account is already linked to another identity at this provider.")
+        raise SsoRefused(_("Your account is already linked to another identity at this provider."))
     identity = OidcIdentity.objects.create(
         user=user,
         issuer=issuer,
@@ -208,7 +209,7 @@ def oidc_identity_link(*, user: User, issuer: str, claims: dict[str, Any]) -> Oi
 
 def _require_site_admin(actor: User) -> None:
     if not actor.is_site_admin:
-        raise NotPermitted("Only site admins review identity links.", code="not_site_admin")
+        raise NotPermitted(_("Only site admins review identity links."), code="not_site_admin")
 
 
 def _link_data(link: IdentityLink) -> dict[str, object]:

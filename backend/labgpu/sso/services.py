@@ -229,7 +229,7 @@ def _mapping_data(mapping: GroupMapping) -> dict[str, object]:
 def group_mapping_save(*, actor: User, mapping: GroupMapping) -> GroupMapping:
     """Create or change a mapping (site admins only); takes effect at each user's next sync."""
     if not actor.is_site_admin:
-        raise NotPermitted("Only site admins map directory groups.", code="not_site_admin")
+        raise NotPermitted(_("Only site admins map directory groups."), code="not_site_admin")
     if mapping.role == GroupMapping.Role.SITE_ADMIN:
         raise ApplicationError(
             _(
@@ -241,7 +241,7 @@ def group_mapping_save(*, actor: User, mapping: GroupMapping) -> GroupMapping:
         )
     if mapping.lab_id is None:
         raise ApplicationError(
-            "Pick the lab this group's members join.", code="lab_required", field="lab"
+            _("Pick the lab this group's members join."), code="lab_required", field="lab"
         )
     if mapping.source == GroupMapping.Source.LDAP:
         mapping.issuer = ""
@@ -273,7 +273,7 @@ def group_mapping_save(*, actor: User, mapping: GroupMapping) -> GroupMapping:
         duplicate = [other for other in duplicate if _same_dn(other.group, key)]
     if duplicate:
         raise Conflict(
-            "This group is already mapped for this lab.", code="duplicate_mapping", field="group"
+            _("This group is already mapped for this lab."), code="duplicate_mapping", field="group"
         )
     created = mapping.pk is None
     mapping.save()
@@ -297,7 +297,7 @@ def _same_dn(group: str, key: str) -> bool:
 @transaction.atomic
 def group_mapping_delete(*, actor: User, mapping: GroupMapping) -> None:
     if not actor.is_site_admin:
-        raise NotPermitted("Only site admins map directory groups.", code="not_site_admin")
+        raise NotPermitted(_("Only site admins map directory groups."), code="not_site_admin")
     audit_record(
         actor=actor,
         action="sso.mapping_delete",

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.selectors import is_lab_admin
@@ -101,7 +102,7 @@ def _resolve_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
     resolved, membership = _member_lab(user, lab)
     if not resolved.is_active:
         raise NotPermitted(
-            "This lab is archived: it books nothing new.", code="lab_archived", field="lab"
+            _("This lab is archived: it books nothing new."), code="lab_archived", field="lab"
         )
     return resolved, membership
 
@@ -130,15 +131,17 @@ def _member_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
         if len(memberships) == 1:
             return memberships[0].lab, memberships[0]
         if not memberships:
-            raise NotPermitted("You are not a member of any lab.", code="not_a_member", field="lab")
+            raise NotPermitted(
+                _("You are not a member of any lab."), code="not_a_member", field="lab"
+            )
         raise ApplicationError(
-            "You are in several labs: say which one books.", code="lab_required", field="lab"
+            _("You are in several labs: say which one books."), code="lab_required", field="lab"
         )
     for membership in memberships:
         if membership.lab_id == lab.pk:
             return lab, membership
     # No name: whoever is not a member must not learn what a lab id is called (issue 11 item 12).
-    raise NotPermitted("You are not a member of this lab.", code="not_a_member", field="lab")
+    raise NotPermitted(_("You are not a member of this lab."), code="not_a_member", field="lab")
 
 
 def _booking_create(
@@ -254,11 +257,15 @@ def booking_extend(*, actor: User, booking: Booking, end: datetime) -> Booking:
     directly.
     """
     if not booking_changeable_by(actor, booking):
-        raise NotPermitted("You cannot change this booking.", code="not_your_booking")
+        raise NotPermitted(_("You cannot change this booking."), code="not_your_booking")
     pool = pool_lock(booking.pool_id, lab_id=booking.lab_id)
     booking_lock(booking)
     if booking.status not in EXTENDABLE:
-        raise Conflict(f"A {booking.status} booking cannot be extended.", code="invalid_status")
+        raise Conflict(
+            _("This booking is %(status)s: it cannot be extended.")
+            % {"status": booking.get_status_display()},
+            code="invalid_status",
+        )
     ask = extension_ask(booking, end)
     snap = snapshot_load(ask, pool)
     check_all(ask, snap)
@@ -292,14 +299,18 @@ def booking_move(*, actor: User, booking: Booking, start: datetime, end: datetim
     it; a pending one stays pending. Its owner is told when someone else moved it.
     """
     if not booking_changeable_by(actor, booking):
-        raise NotPermitted("You cannot move this booking.", code="not_your_booking")
+        raise NotPermitted(_("You cannot move this booking."), code="not_your_booking")
     pool = pool_lock(booking.pool_id, lab_id=booking.lab_id)
     booking_lock(booking)
     if booking.status not in MOVABLE:
-        raise Conflict(f"A {booking.status} booking cannot be moved.", code="invalid_status")
+        raise Conflict(
+            _("This booking is %(status)s: it cannot be moved.")
+            % {"status": booking.get_status_display()},
+            code="invalid_status",
+        )
     if booking.pending_end is not None:
         raise Conflict(
-            "This booking has an extension waiting for approval: decide it first.",
+            _("This booking has an extension waiting for approval: decide it first."),
             code="extension_pending",
         )
     membership = Membership.objects.filter(user_id=booking.user_id, lab_id=booking.lab_id).first()
@@ -358,7 +369,7 @@ def booking_move(*, actor: User, booking: Booking, start: datetime, end: datetim
 def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Booking:
     """Cancel before the start or end early; a site admin doing it for others force-ends."""
     if not booking_changeable_by(actor, booking):
-        raise NotPermitted("You cannot cancel this booking.", code="not_your_booking")
+        raise NotPermitted(_("You cannot cancel this booking."), code="not_your_booking")
     moment = now()
     forced = actor.is_site_admin and booking.user_id != actor.pk
     if transition(
@@ -384,7 +395,11 @@ def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Bookin
         enqueue_on_commit(WIND_DOWN_TASK, booking.pk)
     else:
         booking.refresh_from_db(fields=["status"])
-        raise Conflict(f"A {booking.status} booking cannot be cancelled.", code="invalid_status")
+        raise Conflict(
+            _("This booking is %(status)s: it cannot be cancelled.")
+            % {"status": booking.get_status_display()},
+            code="invalid_status",
+        )
     # Re-read only what the transition wrote: the caller's lab, user, pool and nodes stay loaded.
     booking.refresh_from_db(fields=["status", "status_changed_at", "updated_at", "ended_at"])
     booking.ended_by = actor

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import User
 from labgpu.accounts.selectors import is_lab_admin
@@ -32,14 +33,14 @@ Status = Booking.Status
 
 def _check_lab_admin(actor: User, booking: Booking) -> None:
     if not is_lab_admin(actor, booking.lab_id):
-        raise NotPermitted("Only this lab's admins decide its bookings.", code="not_lab_admin")
+        raise NotPermitted(_("Only this lab's admins decide its bookings."), code="not_lab_admin")
 
 
 def _check_not_own(actor: User, booking: Booking) -> None:
     if booking.user_id == actor.pk and not settings.LABGPU_ALLOW_SELF_APPROVAL:
         # Approval is a second pair of eyes on the lab's money; the one who asked is not it.
         raise NotPermitted(
-            "You cannot approve your own booking: another lab admin or a site admin decides it.",
+            _("You cannot approve your own booking: another lab admin or a site admin decides it."),
             code="self_approval",
         )
 
@@ -57,7 +58,11 @@ def _decide(*, actor: User, booking: Booking, to_status: str, reason: str) -> Bo
     )
     booking.refresh_from_db()
     if not won:
-        raise Conflict(f"This booking is {booking.status}, not pending.", code="already_decided")
+        raise Conflict(
+            _("This booking is %(status)s, not pending.")
+            % {"status": booking.get_status_display()},
+            code="already_decided",
+        )
     return booking
 
 
@@ -72,7 +77,7 @@ def booking_approve(*, actor: User, booking: Booking, reason: str = "") -> Booki
         return _extension_decide(actor=actor, booking=booking, approve=True, reason=reason)
     if booking.status == Status.PENDING and booking.reserved_start <= now():
         booking_expire(booking_id=booking.pk)
-        raise Conflict("Too late: the booking expired.", code="expired")
+        raise Conflict(_("Too late: the booking expired."), code="expired")
     _check_not_own(actor, booking)
     own = booking.user_id == actor.pk
     booking = _decide(actor=actor, booking=booking, to_status=Status.SCHEDULED, reason=reason)
@@ -92,7 +97,7 @@ def booking_reject(*, actor: User, booking: Booking, reason: str) -> Booking:
     """Reject a pending booking (its slot is freed), or the extension an approved booking waits
     for (the booking keeps its approved end)."""
     if not reason.strip():
-        raise ApplicationError("Say why you reject it.", code="reason_required", field="reason")
+        raise ApplicationError(_("Say why you reject it."), code="reason_required", field="reason")
     if _is_extension_request(booking):
         return _extension_decide(actor=actor, booking=booking, approve=False, reason=reason)
     booking = _decide(actor=actor, booking=booking, to_status=Status.REJECTED, reason=reason)
@@ -117,7 +122,9 @@ def _extension_decide(*, actor: User, booking: Booking, approve: bool, reason: s
     booking_lock(booking)
     asked = booking.pending_end
     if asked is None or booking.status not in EXTENDABLE or booking.end <= now():
-        raise Conflict("No extension of this booking waits for a decision.", code="already_decided")
+        raise Conflict(
+            _("No extension of this booking waits for a decision."), code="already_decided"
+        )
     data = {"from": booking.end.isoformat(), "to": asked.isoformat(), "reason": reason}
     if approve:
         ask = extension_ask(booking, asked)
@@ -186,13 +193,17 @@ def bookings_decide(
     this admin's lab) is reported and the others still go through.
     """
     if not ids:
-        raise ApplicationError("Choose at least one booking.", code="required", field="ids")
+        raise ApplicationError(_("Choose at least one booking."), code="required", field="ids")
     if len(ids) > MAX_BULK_DECISIONS:
         raise ApplicationError(
-            f"At most {MAX_BULK_DECISIONS} bookings at once.", code="too_many", field="ids"
+            _("At most %(limit)s bookings at once.") % {"limit": MAX_BULK_DECISIONS},
+            code="too_many",
+            field="ids",
         )
     if not approve and not reason.strip():
-        raise ApplicationError("Say why you reject them.", code="reason_required", field="reason")
+        raise ApplicationError(
+            _("Say why you reject them."), code="reason_required", field="reason"
+        )
     visible = {b.pk: b for b in bookings_visible_to(actor).filter(pk__in=ids)}
     outcomes = []
     for booking_id in dict.fromkeys(ids):

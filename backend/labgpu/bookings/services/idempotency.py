@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import User
 from labgpu.bookings.models import Booking, IdempotencyKey
@@ -30,7 +31,7 @@ def idempotent_replay(user: User, key: str, fingerprint: str) -> Booking | None:
         return None
     if record.request_fingerprint != fingerprint:
         raise ApplicationError(
-            "This Idempotency-Key was used with a different request.",
+            _("This Idempotency-Key was used with a different request."),
             code="idempotency_key_reused",
             status_code=422,
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from labgpu.bookings.models import Booking
 from labgpu.core.errors import NotFound, NotPermitted
 from labgpu.core.sealed import seal, unseal
@@ -51,10 +53,10 @@ def notebook_access(*, user: object, booking: Booking, local_port: int) -> Noteb
     booking is ready. Anyone else who may see the booking is refused (403)."""
     if booking.user_id != getattr(user, "pk", None):
         raise NotPermitted(
-            "Only the person who booked it sees the notebook's token.", code="not_booking_owner"
+            _("Only the person who booked it sees the notebook's token."), code="not_booking_owner"
         )
     if not booking.jupyter:
-        raise NotFound("This booking did not ask for JupyterLab.", code="no_notebook")
+        raise NotFound(_("This booking did not ask for JupyterLab."), code="no_notebook")
     node = booking.current_node
     state = node.notebook_state if node is not None else ""
     ssh = node.ssh_command if node is not None else None

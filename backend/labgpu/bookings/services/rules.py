@@ -17,6 +17,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
 from labgpu.bookings.models import Booking
 from labgpu.bookings.services.slots import fits, pool_full
 from labgpu.bookings.services.snapshot import Ask, BookingSnapshot
@@ -31,13 +34,15 @@ QUOTA_ALERTS = (80, 100)  # percent of a month's quota at which the lab's admins
 def check_extends_later(ask: Ask, snap: BookingSnapshot) -> None:
     if ask.extension and ask.end <= ask.booking.end:  # type: ignore[union-attr]
         raise ApplicationError(
-            "The new end must be later than the current one.", code="end_not_later", field="end"
+            _("The new end must be later than the current one."), code="end_not_later", field="end"
         )
 
 
 def check_pool_open(ask: Ask, snap: BookingSnapshot) -> None:
     if not snap.pool.is_active:
-        raise ApplicationError(f"{snap.pool.name} is closed.", code="pool_inactive", field="pool")
+        raise ApplicationError(
+            _("%(pool)s is closed.") % {"pool": snap.pool.name}, code="pool_inactive", field="pool"
+        )
 
 
 def check_lab_may_book(ask: Ask, snap: BookingSnapshot) -> None:
@@ -49,17 +54,23 @@ def check_lab_may_book(ask: Ask, snap: BookingSnapshot) -> None:
     ).exists()
     if closed_to_all_my_labs:  # then, to this user, the pool does not exist (I-6)
         raise ApplicationError(
-            f'Invalid pk "{pool.pk}" - object does not exist.', code="does_not_exist", field="pool"
+            _('Invalid pk "%(pk)s" - object does not exist.') % {"pk": pool.pk},
+            code="does_not_exist",
+            field="pool",
         )
     raise NotPermitted(
-        f"{ask.lab.name} may not book {pool.name}.", code="lab_not_allowed", field="pool"
+        _("%(lab)s may not book %(pool)s.") % {"lab": ask.lab.name, "pool": pool.name},
+        code="lab_not_allowed",
+        field="pool",
     )
 
 
 def _hours(minutes: int) -> str:
     """Minutes as hours the way the SPA's hint states the limits: "168 hours", "0.5 hours"."""
     value = minutes / 60
-    return f"{value:g} hour" if value == 1 else f"{value:g} hours"
+    return ngettext("%(hours)s hour", "%(hours)s hours", 1 if value == 1 else 2) % {
+        "hours": f"{value:g}"
+    }
 
 
 def check_times(ask: Ask, snap: BookingSnapshot) -> None:
@@ -70,38 +81,43 @@ def check_times(ask: Ask, snap: BookingSnapshot) -> None:
     grid = pool.granularity_minutes
     if end <= start:
         raise ApplicationError(
-            "The end must be after the start.", code="end_before_start", field="end"
+            _("The end must be after the start."), code="end_before_start", field="end"
         )
     if start_is_given and start < ask.moment:
-        raise ApplicationError("The start is in the past.", code="start_in_past", field="start")
+        raise ApplicationError(_("The start is in the past."), code="start_in_past", field="start")
     if start_is_given and not is_aligned(start, grid):
         raise ApplicationError(
-            f"Bookings in {pool.name} start on a {grid}-minute grid.",
+            _("Bookings in %(pool)s start on a %(grid)s-minute grid.")
+            % {"pool": pool.name, "grid": grid},
             code="off_granularity",
             field="start",
         )
     if not is_aligned(end, grid):
         raise ApplicationError(
-            f"Bookings in {pool.name} end on a {grid}-minute grid.",
+            _("Bookings in %(pool)s end on a %(grid)s-minute grid.")
+            % {"pool": pool.name, "grid": grid},
             code="off_granularity",
             field="end",
         )
     minutes = (end - start).total_seconds() / 60
     if minutes < pool.min_duration_minutes:
         raise ApplicationError(
-            f"Bookings in {pool.name} last at least {_hours(pool.min_duration_minutes)}.",
+            _("Bookings in %(pool)s last at least %(duration)s.")
+            % {"pool": pool.name, "duration": _hours(pool.min_duration_minutes)},
             code="too_short",
             field="end",
         )
     if minutes > pool.max_duration_minutes:
         raise ApplicationError(
-            f"Bookings in {pool.name} last at most {_hours(pool.max_duration_minutes)}.",
+            _("Bookings in %(pool)s last at most %(duration)s.")
+            % {"pool": pool.name, "duration": _hours(pool.max_duration_minutes)},
             code="too_long",
             field="end",
         )
     if start > ask.moment + timedelta(days=pool.max_days_ahead):
         raise ApplicationError(
-            f"{pool.name} takes bookings at most {pool.max_days_ahead} days ahead.",
+            _("%(pool)s takes bookings at most %(days)s days ahead.")
+            % {"pool": pool.name, "days": pool.max_days_ahead},
             code="too_far_ahead",
             field="start",
         )
@@ -112,8 +128,12 @@ def check_blackouts(ask: Ask, snap: BookingSnapshot) -> None:
         return
     blackout = snap.blackouts[0]
     raise ApplicationError(
-        f"{snap.pool.name} is closed for maintenance from {blackout.start.isoformat()} "
-        f"to {blackout.end.isoformat()}.",
+        _("%(pool)s is closed for maintenance from %(start)s to %(end)s.")
+        % {
+            "pool": snap.pool.name,
+            "start": blackout.start.isoformat(),
+            "end": blackout.end.isoformat(),
+        },
         code="blackout",
         field="start",
         extra={
@@ -152,7 +172,8 @@ def check_member_limits(ask: Ask, snap: BookingSnapshot) -> None:
         )
         if overlapping >= membership.max_concurrent_bookings:
             raise Conflict(
-                f"Your lab allows you {membership.max_concurrent_bookings} bookings at a time.",
+                _("Your lab allows you %(limit)s bookings at a time.")
+                % {"limit": membership.max_concurrent_bookings},
                 code="member_concurrency_exceeded",
                 extra={"limit": membership.max_concurrent_bookings},
             )
@@ -166,7 +187,7 @@ def check_member_limits(ask: Ask, snap: BookingSnapshot) -> None:
         existing = sum(
             (
                 overlap(b_start, b_end, week_start, week_end)
-                for b_start, b_end, _ in snap.member_bookings
+                for b_start, b_end, _status in snap.member_bookings
             ),
             timedelta(0),
         )
@@ -174,8 +195,11 @@ def check_member_limits(ask: Ask, snap: BookingSnapshot) -> None:
             left = max(limit - existing, timedelta(0)).total_seconds() / 3600
             week = week_start.astimezone(tz).date().isoformat()
             raise Conflict(
-                f"Your lab allows you {membership.max_hours_per_week} hours per week; "
-                f"{left:g} left in the week of {week}.",
+                _(
+                    "Your lab allows you %(limit)s hours per week; "
+                    "%(left)s left in the week of %(week)s."
+                )
+                % {"limit": membership.max_hours_per_week, "left": f"{left:g}", "week": week},
                 code="member_hours_exceeded",
                 extra={
                     "limit_hours": membership.max_hours_per_week,
@@ -201,7 +225,7 @@ def check_capacity(ask: Ask, snap: BookingSnapshot) -> None:
         duration=ask.end - old_end,
         after=old_end,
         exclude_id=ask.booking.pk,
-        message=f"{snap.pool.name} is booked right after your booking.",
+        message=_("%(pool)s is booked right after your booking.") % {"pool": snap.pool.name},
     )
 
 
@@ -224,8 +248,11 @@ def check_quota(ask: Ask, snap: BookingSnapshot) -> None:
         remaining = month.usage.remaining if month.usage else Decimal(0)
         if month.quota is None or needed > remaining:
             raise Conflict(
-                f"Not enough quota for {month.month:%Y-%m}: {needed} GPU-hours needed, "
-                f"{remaining} remaining.",
+                _(
+                    "Not enough quota for %(month)s: %(needed)s GPU-hours needed, "
+                    "%(remaining)s remaining."
+                )
+                % {"month": f"{month.month:%Y-%m}", "needed": needed, "remaining": remaining},
                 code="quota_exceeded",
                 extra={
                     "month": month.month.isoformat(),

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
+from django.utils.translation import gettext as _
 
 from labgpu.bookings.models import Booking
 from labgpu.bookings.selectors import next_free_windows, peak_usage
@@ -74,7 +75,7 @@ def pool_full(
     message: str | None = None,
 ) -> PoolFull:
     return PoolFull(
-        message or f"{pool.name} is fully booked for that time.",
+        message or _("%(pool)s is fully booked for that time.") % {"pool": pool.name},
         pool=pool,
         duration=duration,
         after=after,

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import cached_property
 
+from django.utils.translation import gettext as _
+
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.bookings.models import Booking
 from labgpu.catalog.models import InstanceType, NodePool
@@ -159,7 +161,9 @@ def pool_lock(pool_id: int, *, lab_id: int | None = None) -> NodePool:
         pool.restricted, pool.lab_allowed = restricted, lab_allowed
         return pool
     raise ApplicationError(
-        f'Invalid pk "{pool_id}" - object does not exist.', code="does_not_exist", field="pool"
+        _('Invalid pk "%(pk)s" - object does not exist.') % {"pk": pool_id},
+        code="does_not_exist",
+        field="pool",
     )
 
 

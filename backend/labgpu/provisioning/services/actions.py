@@ -6,6 +6,7 @@ down and gives the booking its replacement if it still may have one (I-5).
 """
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import User
 from labgpu.audit.services import audit_record
@@ -31,7 +32,11 @@ def node_retry(*, actor: User, node_id: int) -> Node:
     task = RETRY_TASKS.get(node.status)
     if task is None:
         raise Conflict(
-            f"A {node.status} node has no provider step to retry; destroy it if it is stuck.",
+            _(
+                "This node is %(status)s: it has no provider step to retry; "
+                "destroy it if it is stuck."
+            )
+            % {"status": node.get_status_display()},
             code="invalid_status",
         )
     enqueue_on_commit(task, node.pk)  # type: ignore[arg-type]
@@ -50,7 +55,7 @@ def node_destroy(*, actor: User, node_id: int, reason: str = "") -> Node:
     why = f"Destroyed by site admin {actor.username}" + (f": {reason}" if reason else ".")
     with transaction.atomic():
         if not node_fail(node_id=node_id, reason=why):
-            raise Conflict("This node is already being torn down.", code="invalid_status")
+            raise Conflict(_("This node is already being torn down."), code="invalid_status")
         node = Node.objects.select_related("booking__lab").get(pk=node_id)
         audit_record(
             actor=actor,

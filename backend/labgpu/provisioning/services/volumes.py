@@ -16,6 +16,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, Membership
 from labgpu.audit.services import audit_record
@@ -65,11 +66,14 @@ def lab_volume_size_set(*, lab: Lab, size_gb: int) -> LabVolumeSize:
     limit = settings.LABGPU_VOLUME_MAX_GB
     if not 1 <= size_gb <= limit:
         raise ApplicationError(
-            f"The volume size must be between 1 and {limit} GB (the site's limit).",
+            _("The volume size must be between 1 and %(limit)s GB (the site's limit).")
+            % {"limit": limit},
             code="volume_size_out_of_range",
             field="size_gb",
         )
-    setting, _ = LabVolumeSize.objects.update_or_create(lab=lab, defaults={"size_gb": size_gb})
+    setting, _created = LabVolumeSize.objects.update_or_create(
+        lab=lab, defaults={"size_gb": size_gb}
+    )
     return setting
 
 
@@ -308,7 +312,7 @@ def volume_delete(*, volume: Volume, driver: ProviderDriver | None) -> None:
             return
         if volume_in_use(locked):
             raise Conflict(
-                "This volume is in use by a booking; delete it after the booking ends.",
+                _("This volume is in use by a booking; delete it after the booking ends."),
                 code="volume_in_use",
             )
         Volume.objects.filter(pk=locked.pk).update(state=VolumeState.DELETING, updated_at=now())
@@ -446,7 +450,7 @@ def volume_delete_as(*, actor: object, volume: Volume) -> None:
                 volume_delete(volume=volume, driver=driver)
     except ProviderError as error:
         raise ApplicationError(
-            f"The provider did not delete the volume: {error.message}",
+            _("The provider did not delete the volume: %(message)s") % {"message": error.message},
             code="provider_error",
             status_code=502,
         ) from error
