@@ -3,6 +3,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from labgpu.health.finding_texts import localized_findings
 from labgpu.health.models import HealthReport
 
 
@@ -32,8 +33,15 @@ class ReportJSONField(serializers.JSONField):
         return finite_json(value)
 
 
+class FindingsField(ReportJSONField):
+    """Findings in the reader's language (labgpu.health.finding_texts)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return localized_findings(super().to_representation(value))
+
+
 class HealthReportSerializer(serializers.ModelSerializer):
-    findings = ReportJSONField(read_only=True)
+    findings = FindingsField(read_only=True)
     smoke = ReportJSONField(read_only=True)
     facts = ReportJSONField(read_only=True)
 
