@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 
-import { apiCall, djangoValue, listPools, personIn, seriousViolations, signIn, useBrowser } from './support.mjs'
+import {
+  apiCall, bookNow, cancelBooking, djangoValue, listPools, makeReady, personIn, seriousViolations, signIn, useBrowser,
+} from './support.mjs'
 
 const stamp = Date.now().toString(36)
 const POOL = { name: `E2E volume pool ${stamp}`, slug: `e2e-vol-${stamp}` }
@@ -96,5 +98,38 @@ describe('daily tasks on screens (issue 24)', () => {
     const demo = (await listPools(carol.context)).filter((p) => !p.slug.startsWith('e2e-'))
     const offering = demo.filter((p) => p.volume_scope && p.volume_scope !== 'none')
     assert.deepEqual(offering.map((p) => p.slug), ['h100-tor1'])
+  })
+
+  it("a researcher sees which booking each volume is attached to", async () => {
+    const alice = await signIn(browser, 'alice')
+    const booking = await bookNow(alice.context, { purpose: 'e2e volume attached' })
+    makeReady(booking.id, { ip: '203.0.113.24' })
+    djangoValue(`
+from labgpu.accounts.models import User
+from labgpu.catalog.models import ProviderAccount
+from labgpu.provisioning.models import Node, Volume
+Volume.objects.filter(name__startswith="e2e-daily3-").delete()
+node = Node.objects.get(booking_id=${booking.id})
+Volume.objects.create(owner_user=User.objects.get(username="alice"), provider_account=node.provider_account,
+    region=node.region, name="e2e-daily3-on", size_gb=100, state="attached", attached_node=node)
+Volume.objects.create(owner_user=User.objects.get(username="alice"), provider_account=node.provider_account,
+    region="atl1", name="e2e-daily3-off", size_gb=50, state="available")
+print(node.pk)
+`)
+    try {
+      await alice.page.goto('/volumes')
+      const on = alice.page.locator('[data-volume="e2e-daily3-on"]')
+      const link = on.getByTestId('volume-attached').getByRole('link')
+      await link.waitFor()
+      assert.equal(await link.textContent(), `attached to booking #${booking.id}`)
+      assert.equal(await link.getAttribute('href'), `/bookings/${booking.id}`)
+      assert.equal(await alice.page.locator('[data-volume="e2e-daily3-off"] [data-testid=volume-attached]').count(), 0)
+      await link.click()
+      await alice.page.waitForURL(`**/bookings/${booking.id}`)
+    } finally {
+      djangoValue('from labgpu.provisioning.models import Volume; Volume.objects.filter(name__startswith="e2e-daily3-").delete(); print(0)')
+      await cancelBooking(alice.context, booking.id)
+      await alice.context.close()
+    }
   })
 })

@@ -20,7 +20,7 @@ def volumes_visible_to(user: User) -> QuerySet[Volume]:
     """Site admins: every volume; others: their own and their labs' (deleted ones left out)."""
     volumes = (
         Volume.objects.exclude(state=Volume.State.DELETED)
-        .select_related("owner_user", "owner_lab")
+        .select_related("owner_user", "owner_lab", "attached_node")
         .annotate(
             cost=Coalesce(
                 Sum("storage_usage__cost"),

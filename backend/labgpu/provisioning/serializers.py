@@ -67,6 +67,12 @@ class VolumeSerializer(serializers.ModelSerializer):
         max_digits=14, decimal_places=2, help_text="Storage cost metered so far (USD)."
     )
     in_use = serializers.SerializerMethodField(help_text="A booking uses it: it cannot be deleted.")
+    attached_booking = serializers.IntegerField(
+        source="attached_node.booking_id",
+        default=None,
+        allow_null=True,
+        help_text="The booking whose node it is attached to; null while detached.",
+    )
 
     class Meta:
         model = Volume
@@ -81,6 +87,7 @@ class VolumeSerializer(serializers.ModelSerializer):
             "owner_username",
             "owner_lab_name",
             "in_use",
+            "attached_booking",
             "cost",
             "created_at",
         ]

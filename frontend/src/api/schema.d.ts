@@ -3859,6 +3859,8 @@ export interface components {
             owner_lab_name?: string;
             /** @description A booking uses it: it cannot be deleted. */
             readonly in_use: boolean;
+            /** @description The booking whose node it is attached to; null while detached. */
+            attached_booking?: number | null;
             /**
              * Format: decimal
              * @description Storage cost metered so far (USD).
