@@ -22,6 +22,7 @@ from labgpu.bookings.models import Booking, Notification
 from labgpu.bookings.services.notebook import NOTEBOOK_PORT, notebook_access
 from labgpu.chat.services import chat_notify
 from labgpu.core.errors import ApplicationError
+from labgpu.core.reasons import reason_in_language
 from labgpu.core.timeutils import now
 
 logger = logging.getLogger(__name__)
@@ -239,7 +240,7 @@ def booking_failed(booking: Booking) -> None:
         body = _(
             "We could not give you a healthy node: %(reason)s\n"
             "You are not charged for failed nodes."
-        ) % {"reason": booking.failure_reason}
+        ) % {"reason": reason_in_language(booking.failure_reason)}
         body = _with_link(body, booking)
     _send(user, subject, body, booking)
     _chat("booking_failed", booking, to_lab=True, reason=booking.failure_reason)

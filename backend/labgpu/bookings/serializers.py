@@ -9,6 +9,7 @@ from labgpu.accounts.serializers import LabSummarySerializer, UserSummarySeriali
 from labgpu.api.fields import AwareDateTimeField, OwnPrimaryKeyRelatedField
 from labgpu.api.serializers import CachedFieldsModelSerializer, CachedFieldsSerializer
 from labgpu.bookings.models import Booking, Notification
+from labgpu.core.reasons import reason_in_language
 from labgpu.core.timeutils import iso
 
 
@@ -148,8 +149,8 @@ def booking_representation(booking: Booking) -> dict[str, Any]:
         "ended_by": None if ended_by is None else ended_by.username,
         "ended_at": _moment(booking.ended_at),
         "actual_end": iso(booking.actual_end),
-        "failure_reason": booking.failure_reason,
-        "end_reason": booking.end_reason,
+        "failure_reason": reason_in_language(booking.failure_reason),
+        "end_reason": reason_in_language(booking.end_reason),
         "actual_cost": _decimal(booking.actual_cost, CENTS),
         "node": None
         if node is None
@@ -160,7 +161,7 @@ def booking_representation(booking: Booking) -> dict[str, Any]:
             "public_ip": None if node.public_ip is None else str(node.public_ip),
             "ssh_user": node.SSH_USER,
             "ssh_command": node.ssh_command,
-            "failure_reason": node.failure_reason,
+            "failure_reason": reason_in_language(node.failure_reason),
             "status_changed_at": _moment(node.status_changed_at),
             "stuck": node.is_stuck,
             "last_error": node.last_error,

@@ -11,6 +11,8 @@ from typing import Any
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from labgpu.core.reasons import reason_in_language
+
 EVENT_KEYS: dict[str, tuple[str, ...]] = {
     "booking_ready": ("booking_id", "pool", "ssh", "end", "url"),  # + notebook_tunnel
     "booking_ending_soon": ("booking_id", "end", "url"),
@@ -82,14 +84,14 @@ def render(event: str, context: dict[str, Any], *, language: str, zone: str) -> 
             text = _(
                 "The node failed (%(reason)s); a new one is being set up. You get a message "
                 "when it is ready."
-            ) % {"reason": c["reason"]}
+            ) % {"reason": reason_in_language(str(c["reason"]))}
             return title, _link(text, c)
         if event == "booking_failed":
             title = _("Booking #%(id)s failed") % {"id": c["booking_id"]}
             text = _(
                 "We could not give you a healthy node: %(reason)s\n"
                 "You are not charged for failed nodes."
-            ) % {"reason": c["reason"]}
+            ) % {"reason": reason_in_language(str(c["reason"]))}
             return title, _link(text, c)
         if event == "approval_needed":
             title = _("Booking #%(id)s needs approval") % {"id": c["booking_id"]}

@@ -11,6 +11,7 @@ from labgpu.audit.services import audit_record
 from labgpu.bookings.services import NOTEBOOK_PORT, booking_notebook_token
 from labgpu.core.crashpoints import crash_point
 from labgpu.core.errors import ApplicationError, Conflict
+from labgpu.core.reasons import reason as stored_reason
 from labgpu.core.sealed import seal, unseal
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
@@ -194,7 +195,9 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
             summary = "; ".join(f.get("message", f.get("id", "")) for f in failing[:3])
             node_fail(
                 node_id=node.pk,
-                reason=f"The node failed its health checks: {summary}",
+                reason=stored_reason(
+                    "The node failed its health checks: %(summary)s", summary=summary
+                ),
                 findings=failing,
             )
     return report

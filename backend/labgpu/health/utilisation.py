@@ -25,6 +25,7 @@ from labgpu.bookings.models import Booking
 from labgpu.bookings.selectors import booking_changeable_by
 from labgpu.core.errors import Conflict, NotPermitted
 from labgpu.core.outbox import enqueue_on_commit
+from labgpu.core.reasons import reason as stored_reason
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.health.limits import Usage
@@ -216,7 +217,10 @@ def _end(booking: Booking, totals: BookingUtilisation, moment: datetime) -> bool
     if not still_idle:
         return False
     minutes = round((moment - totals.last_active_at) / policy_minutes(1))
-    reason = f"Ended early: the GPUs were idle with no SSH session for {minutes} minutes."
+    reason = stored_reason(
+        "Ended early: the GPUs were idle with no SSH session for %(minutes)s minutes.",
+        minutes=minutes,
+    )
     if not transition(
         Booking,
         pk=booking.pk,

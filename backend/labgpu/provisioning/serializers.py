@@ -1,6 +1,14 @@
 from rest_framework import serializers
 
+from labgpu.core.reasons import reason_in_language
 from labgpu.provisioning.models import Node, UntrackedVolume, Volume
+
+
+class ReasonField(serializers.CharField):
+    """A stored reason in the reader's language (labgpu.core.reasons)."""
+
+    def to_representation(self, value: str) -> str:
+        return reason_in_language(super().to_representation(value))
 
 
 class NodeSerializer(serializers.ModelSerializer):
@@ -10,6 +18,7 @@ class NodeSerializer(serializers.ModelSerializer):
     name = serializers.CharField(read_only=True)
     verdict = serializers.SerializerMethodField()
     stuck = serializers.BooleanField(source="is_stuck", read_only=True)
+    failure_reason = ReasonField(allow_blank=True, required=False)
     expected_in_state_s = serializers.SerializerMethodField()
 
     class Meta:

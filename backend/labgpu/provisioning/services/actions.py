@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from labgpu.accounts.models import User
 from labgpu.audit.services import audit_record
 from labgpu.core.errors import Conflict
+from labgpu.core.reasons import reason as stored_reason
 from labgpu.provisioning.dispatch import enqueue_on_commit
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services.nodes import node_fail
@@ -52,7 +53,15 @@ def node_retry(*, actor: User, node_id: int) -> Node:
 
 def node_destroy(*, actor: User, node_id: int, reason: str = "") -> Node:
     """Give the node up and tear it down; its booking gets a replacement if it may."""
-    why = f"Destroyed by site admin {actor.username}" + (f": {reason}" if reason else ".")
+    why = (
+        stored_reason(
+            "Destroyed by site admin %(username)s: %(reason)s",
+            username=actor.username,
+            reason=reason,
+        )
+        if reason
+        else stored_reason("Destroyed by site admin %(username)s.", username=actor.username)
+    )
     with transaction.atomic():
         if not node_fail(node_id=node_id, reason=why):
             raise Conflict(_("This node is already being torn down."), code="invalid_status")

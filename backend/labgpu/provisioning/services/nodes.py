@@ -23,6 +23,7 @@ from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking
 from labgpu.catalog.models import ProviderAccount
 from labgpu.core.crashpoints import crash_point
+from labgpu.core.reasons import reason as stored_reason
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.providers import (
@@ -206,7 +207,10 @@ def _node_provision(*, node_id: int) -> None:
     except _GaveUp:
         return
     except ProviderPermanentError as error:
-        node_fail(node_id=node.pk, reason=f"The provider refused to create the node: {error}")
+        node_fail(
+            node_id=node.pk,
+            reason=stored_reason("The provider refused to create the node: %(error)s", error=error),
+        )
         return
     crash_point("provision.after_create_post")
     recorded = node_record_droplet(node.pk, droplet, statuses=[NodeStatus.CREATING])
@@ -425,7 +429,10 @@ def nodes_poll(*, account_id: int) -> int:
                 try:  # a listing can lag behind a create: ask once before believing it gone
                     droplet = driver.get(int(node.provider_id))
                 except ProviderNotFound:
-                    node_fail(node_id=node.pk, reason="The droplet disappeared while booting.")
+                    node_fail(
+                        node_id=node.pk,
+                        reason=stored_reason("The droplet disappeared while booting."),
+                    )
                     continue
             _node_observe(node, droplet)
     return len(waiting)
@@ -448,7 +455,9 @@ def _node_observe(node: Node, droplet: Droplet) -> None:
         elif node.status_changed_at and now() - node.status_changed_at > timedelta(
             seconds=settings.LABGPU_BOOT_TIMEOUT_S
         ):
-            node_fail(node_id=node.pk, reason="The droplet did not become active in time.")
+            node_fail(
+                node_id=node.pk, reason=stored_reason("The droplet did not become active in time.")
+            )
             return
         else:
             Node.objects.filter(pk=node.pk).update(updated_at=now())  # alive: not stuck

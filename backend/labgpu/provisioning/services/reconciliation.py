@@ -11,6 +11,7 @@ from django.db.models import Q
 
 from labgpu.catalog.models import ProviderAccount
 from labgpu.core.crashpoints import crash_point
+from labgpu.core.reasons import reason as stored_reason
 from labgpu.core.timeutils import now
 from labgpu.providers import (
     Droplet,
@@ -39,7 +40,10 @@ def nodes_fail_silent(*, batch: int = 100) -> int:
         status__in=[NodeStatus.BOOTING, NodeStatus.CHECKING], status_changed_at__lt=cutoff
     ).values_list("pk", flat=True)[:batch]
     return sum(
-        node_fail(node_id=pk, reason="The node agent never reported; the node was replaced.")
+        node_fail(
+            node_id=pk,
+            reason=stored_reason("The node agent never reported; the node was replaced."),
+        )
         for pk in silent
     )
 
@@ -139,7 +143,7 @@ def reconcile(*, account_id: int) -> dict[str, int]:
                 driver.get(int(node.provider_id))
             except ProviderNotFound:
                 summary["nodes_lost"] += node_fail(
-                    node_id=node.pk, reason="The droplet vanished at the provider."
+                    node_id=node.pk, reason=stored_reason("The droplet vanished at the provider.")
                 )
         summary["volumes_untracked"] = volumes_reconcile(account=account, driver=driver)
     summary["metered"] = _meter_unmetered(account=account)

@@ -15,6 +15,7 @@ from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking
 from labgpu.core.crashpoints import crash_point
+from labgpu.core.reasons import reason as stored_reason
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
 from labgpu.providers import ProviderTransientError
@@ -47,7 +48,7 @@ def booking_start(*, booking_id: int) -> bool:
             pk=booking.pk,
             from_statuses=[BookingStatus.SCHEDULED],
             to_status=BookingStatus.FAILED,
-            failure_reason="The booking ended before a node could be provisioned.",
+            failure_reason=stored_reason("The booking ended before a node could be provisioned."),
         )
         return False
     if not transition(
