@@ -182,4 +182,27 @@ Booking.objects.filter(pk=${id}).update(status="completed", status_changed_at=no
       await context.close()
     })
   }
+
+  it('item 2: the calendar\'s today and now line follow the profile\'s zone, not the browser\'s', async () => {
+    const alice = (await signIn(browser, 'alice')).context
+    const { timezone } = await me(alice)
+    const pool = (await listPools(alice))[0]
+    const day = (zone) => wallTime(new Date().toISOString(), zone).slice(0, 10)
+    // A browser whose date differs from the profile's right now (one of the two always does).
+    const browserZone = ['Pacific/Pago_Pago', 'Pacific/Kiritimati'].find((z) => day(z) !== day(timezone))
+    assert.ok(browserZone, `no browser zone with a date other than ${timezone}'s`)
+    const { context, page } = await personIn(browser, 'alice', { lang: 'en', timezoneId: browserZone })
+    assert.equal(await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone), browserZone)
+    await page.goto(`/calendar/${pool.id}?view=day&date=${day(timezone)}`)
+    const calendar = page.locator('[data-testid=calendar]')
+    // The profile's today is the widget's today (its column, not the Today button), and the now line is drawn on it.
+    await calendar.locator(':not(button).ec-today').first().waitFor()
+    await calendar.locator('.ec-now-indicator').first().waitFor({ state: 'attached' })
+    // The browser's own date is not today there.
+    await page.goto(`/calendar/${pool.id}?view=day&date=${day(browserZone)}`)
+    // (The widget first lays out its default day, then moves to the asked one.)
+    await page.waitForFunction(() => document.querySelector('[data-testid=calendar] .ec-day') && !document.querySelector('[data-testid=calendar] :not(button).ec-today'), null, { timeout: 10_000 })
+    assert.equal(await calendar.locator('.ec-now-indicator').count(), 0, `${day(browserZone)} is not today in ${timezone}`)
+    await context.close()
+  })
 })

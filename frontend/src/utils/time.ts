@@ -63,6 +63,13 @@ export function zoneOffsetMs(date: Date, timeZone: string): number {
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0')
 
+/** `timeZone`'s offset at `date` as `±HH:MM` (the calendar widget takes offsets, not zone names). */
+export function offsetString(date: Date, timeZone: string): string {
+  const minutes = Math.round(zoneOffsetMs(date, timeZone) / 60_000)
+  const sign = minutes < 0 ? '-' : '+'
+  return `${sign}${pad(Math.floor(Math.abs(minutes) / 60))}:${pad(Math.abs(minutes) % 60)}`
+}
+
 /** `YYYY-MM-DDTHH:mm` in `timeZone`, the value format of `<input type="datetime-local">`. */
 export function toWallString(date: Date | string, timeZone: string): string {
   const w = wallTimeIn(typeof date === 'string' ? new Date(date) : date, timeZone)

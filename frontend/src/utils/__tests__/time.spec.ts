@@ -6,6 +6,7 @@ import {
   localDateToWall,
   monthOf,
   monthParam,
+  offsetString,
   toCalendarString,
   toWallString,
   wallToLocalDate,
@@ -66,5 +67,15 @@ describe('time zones (I-7: the SPA shows the user’s zone)', () => {
   it('rounds up to the pool grid', () => {
     expect(ceilToMinutes(new Date('2026-11-30T09:01:00Z'), 30).toISOString()).toBe('2026-11-30T09:30:00.000Z')
     expect(ceilToMinutes(new Date('2026-11-30T09:30:00Z'), 30).toISOString()).toBe('2026-11-30T09:30:00.000Z')
+  })
+})
+
+describe('offsetString (the calendar widget’s clock)', () => {
+  it('gives the zone’s offset at that instant, DST included, as ±HH:MM', () => {
+    expect(offsetString(new Date('2026-12-01T03:00:00Z'), 'Asia/Shanghai')).toBe('+08:00')
+    expect(offsetString(new Date('2026-07-01T12:00:00Z'), 'America/Los_Angeles')).toBe('-07:00')
+    expect(offsetString(new Date('2026-12-01T12:00:00Z'), 'America/Los_Angeles')).toBe('-08:00')
+    expect(offsetString(new Date('2026-12-01T12:00:00Z'), 'Asia/Kolkata')).toBe('+05:30')
+    expect(offsetString(new Date('2026-12-01T12:00:00Z'), 'UTC')).toBe('+00:00')
   })
 })
