@@ -1,7 +1,9 @@
 """Migration 0011 (one Volume row per provider volume) on a database that already holds several.
 
-The rows are written with today's models while the schema stands at 0010: 0011 only adds the
-unique constraint, so the table is the same, minus the rule.
+The volume rows are written with today's models while the schema stands at 0010: 0011 only adds
+the unique constraint, so that table is the same, minus the rule. Nodes have gained columns since
+(0012–0014), so the nodes the volumes attach to are made at the latest schema, before the
+migration back to 0010 drops those columns.
 """
 
 import logging
@@ -29,8 +31,11 @@ def migrate(targets: list[tuple[str, str]] | None = None) -> None:
 
 @pytest.fixture
 def at_0010(transactional_db):
+    """The schema at 0010, with a provider account and two of its nodes (made before going back)."""
+    account = ProviderAccountFactory()
+    nodes = [NodeFactory(provider_account=account) for _ in range(2)]
     migrate(BEFORE)
-    yield
+    yield account, nodes
     # Back to the latest schema for the tests that follow, whatever this one left behind.
     StorageUsage.objects.all().delete()
     Volume.objects.all().delete()
@@ -69,8 +74,7 @@ def metered(row: Volume, lab, *, days_ago: int, days: int) -> StorageUsage:
 def test_0011_merges_rows_of_one_provider_volume_keeping_the_one_in_use(
     at_0010, alice, bob, vision_lab, caplog
 ):
-    account = ProviderAccountFactory()
-    node = NodeFactory(provider_account=account)
+    account, (node, _) = at_0010
     # vol-1: an old deleted row metered before the others existed (and then along with them), the
     # row a running node has attached, and a newer idle row that no one uses.
     old = volume(
@@ -135,7 +139,7 @@ def test_0011_merges_rows_of_one_provider_volume_keeping_the_one_in_use(
 
 
 def test_0011_refuses_to_choose_between_two_rows_each_attached_to_a_node(at_0010, alice):
-    account = ProviderAccountFactory()
+    account, nodes = at_0010
     rows = [
         volume(
             alice,
@@ -144,7 +148,7 @@ def test_0011_refuses_to_choose_between_two_rows_each_attached_to_a_node(at_0010
             provider_id="vol-1",
             age_days=n + 1,
             state="attached",
-            attached_node=NodeFactory(provider_account=account),
+            attached_node=nodes[n],
         )
         for n in range(2)
     ]
