@@ -212,12 +212,13 @@ describe('daily use, part 2 (issue 14)', () => {
     await page.locator('[data-testid=form-error]').waitFor()
     assert.equal(await countMine(), before, 'nothing was booked')
 
-    // The server's own message speaks hours too.
+    // The server's own message speaks hours too, in alice's profile language (the API answers in it).
     const api = await apiCall(context, 'POST', '/api/v1/bookings/', {
       pool: poolId, lab: await firstLab(context), start: start.toISOString(), end: end.toISOString(),
     })
     assert.equal(api.status, 400)
-    assert.match(api.body.message, new RegExp(`(?<![\\d.])${maxHours} hours`))
+    const hoursWord = (await me(context)).language?.startsWith('zh') ? '小时' : 'hours'
+    assert.match(api.body.message, new RegExp(`(?<![\\d.])${maxHours} ${hoursWord}`))
 
     // A year typed with six digits is a clear error, not "0 h".
     await page.locator('#booking-end').evaluate((el) => {

@@ -79,29 +79,34 @@ describe('the app says what is true (issue 24, truth)', () => {
       const who = await me(alice)
       const before = django(`from labgpu.accounts.models import Membership as M; import json; print(json.dumps({m.pk: m.max_hours_per_week for m in M.objects.filter(user_id=${who.id})}))`)
       const saved = JSON.parse(before.split('\n').pop())
-      cleanup.push(async () => {
+      // Restored at this test's end, not the suite's: the next test reads the limits afresh.
+      const restore = () => {
         for (const [pk, hours] of Object.entries(saved)) {
           django(`from labgpu.accounts.models import Membership as M; M.objects.filter(pk=${pk}).update(max_hours_per_week=${hours ?? 'None'})`)
         }
-      })
+      }
       django(`from labgpu.accounts.models import Membership as M; M.objects.filter(user_id=${who.id}).update(max_hours_per_week=1)`)
-      const window = await freeWindow(alice, pool, 120)
+      try {
+        const window = await freeWindow(alice, pool, 120)
 
-      const { context, page } = await personIn(browser, 'alice', { lang: locale })
-      await page.goto(`/bookings/new?pool=${pool.id}`)
-      await page.locator('#booking-start').waitFor()
-      await fillWindow(page, locale, who.timezone, { start: window.start, end: new Date(Date.parse(window.start) + 2 * 3_600_000).toISOString() })
-      const answer = await submitForm(page)
-      assert.equal(answer.status, 409, JSON.stringify(answer.body))
-      assert.equal(answer.body.code, 'member_hours_exceeded')
-      const shown = await page.locator('[data-testid=form-error]').innerText()
-      assert.ok(shown.includes(lead(text.errors.detail.member_hours_exceeded)), shown)
-      // The server's week, as the member's Monday, and their limit of 1 hour.
-      assert.ok(shown.includes(answer.body.extra.week_start), `${shown} names the week ${answer.body.extra.week_start}`)
-      assert.match(shown, /(?<![\d.])1(?![\d.]*\d)/)
-      assert.ok(shown.includes(text.booking.memberLimitHelp), shown)
-      assert.ok(!(await page.content()).includes(text.booking.conflictTitle), 'no "that time is taken" box')
-      await context.close()
+        const { context, page } = await personIn(browser, 'alice', { lang: locale })
+        await page.goto(`/bookings/new?pool=${pool.id}`)
+        await page.locator('#booking-start').waitFor()
+        await fillWindow(page, locale, who.timezone, { start: window.start, end: new Date(Date.parse(window.start) + 2 * 3_600_000).toISOString() })
+        const answer = await submitForm(page)
+        assert.equal(answer.status, 409, JSON.stringify(answer.body))
+        assert.equal(answer.body.code, 'member_hours_exceeded')
+        const shown = await page.locator('[data-testid=form-error]').innerText()
+        assert.ok(shown.includes(lead(text.errors.detail.member_hours_exceeded)), shown)
+        // The server's week, as the member's Monday, and their limit of 1 hour.
+        assert.ok(shown.includes(answer.body.extra.week_start), `${shown} names the week ${answer.body.extra.week_start}`)
+        assert.match(shown, /(?<![\d.])1(?![\d.]*\d)/)
+        assert.ok(shown.includes(text.booking.memberLimitHelp), shown)
+        assert.ok(!(await page.content()).includes(text.booking.conflictTitle), 'no "that time is taken" box')
+        await context.close()
+      } finally {
+        restore()
+      }
     })
   }
 
@@ -115,28 +120,32 @@ describe('the app says what is true (issue 24, truth)', () => {
     const labs = who.memberships.map((m) => m.lab.id).join(',')
     const rows = `Quota.objects.filter(lab_id__in=[${labs}], instance_type_id=${pool.instance_type}, month='${month}-01')`
     const saved = django(`from labgpu.quotas.models import Quota; import json; print(json.dumps({q.pk: str(q.gpu_hours) for q in ${rows}}))`)
-    cleanup.push(async () => {
+    // Restored at this test's end: the tests after it book in the same lab.
+    const restore = () => {
       for (const [pk, hours] of Object.entries(JSON.parse(saved.split('\n').pop()))) {
         django(`from labgpu.quotas.models import Quota; Quota.objects.filter(pk=${pk}).update(gpu_hours='${hours}')`)
       }
-    })
+    }
     django(`from labgpu.quotas.models import Quota; ${rows}.update(gpu_hours=0)`)
-
-    const { context, page } = await personIn(browser, 'bob', { lang: 'en' })
-    await page.goto(`/bookings/new?pool=${pool.id}`)
-    await page.locator('#booking-start').waitFor()
-    await fillWindow(page, 'en', who.timezone, { start: window.start, end: new Date(Date.parse(window.start) + 3_600_000).toISOString() })
-    const answer = await submitForm(page)
-    assert.equal(answer.status, 409, JSON.stringify(answer.body))
-    assert.equal(answer.body.code, 'quota_exceeded')
-    const shown = await page.locator('[data-testid=form-error]').innerText()
-    assert.ok(shown.includes(`in ${answer.body.extra.month.slice(0, 7)}`), shown)
-    assert.ok(shown.includes(`has ${Number(answer.body.extra.remaining_gpu_hours)} left`), shown)
-    assert.ok(!(await page.content()).includes(text.booking.conflictTitle), 'no "that time is taken" box')
-    await page.locator('[data-testid=quota-request-link]').click()
-    await page.waitForURL(`**/quotas?month=${answer.body.extra.month.slice(0, 7)}`)
-    assert.equal(await page.inputValue('#quota-month'), answer.body.extra.month.slice(0, 7))
-    await context.close()
+    try {
+      const { context, page } = await personIn(browser, 'bob', { lang: 'en' })
+      await page.goto(`/bookings/new?pool=${pool.id}`)
+      await page.locator('#booking-start').waitFor()
+      await fillWindow(page, 'en', who.timezone, { start: window.start, end: new Date(Date.parse(window.start) + 3_600_000).toISOString() })
+      const answer = await submitForm(page)
+      assert.equal(answer.status, 409, JSON.stringify(answer.body))
+      assert.equal(answer.body.code, 'quota_exceeded')
+      const shown = await page.locator('[data-testid=form-error]').innerText()
+      assert.ok(shown.includes(`in ${answer.body.extra.month.slice(0, 7)}`), shown)
+      assert.ok(shown.includes(`has ${Number(answer.body.extra.remaining_gpu_hours)} left`), shown)
+      assert.ok(!(await page.content()).includes(text.booking.conflictTitle), 'no "that time is taken" box')
+      await page.locator('[data-testid=quota-request-link]').click()
+      await page.waitForURL(`**/quotas?month=${answer.body.extra.month.slice(0, 7)}`)
+      assert.equal(await page.inputValue('#quota-month'), answer.body.extra.month.slice(0, 7))
+      await context.close()
+    } finally {
+      restore()
+    }
   })
 
   for (const locale of ['zh-CN', 'en']) {
