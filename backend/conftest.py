@@ -38,6 +38,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if not os.environ.get("DATABASE_URL"):
         embedded_db = os.path.join(os.path.dirname(__file__), "config", "embedded_db.py")
         subprocess.run([sys.executable, embedded_db, "start"], check=True)  # noqa: S603
+    _own_redis_db_per_xdist_worker()
+
+
+def _own_redis_db_per_xdist_worker() -> None:
+    """Under pytest-xdist (`make test` runs the quick tests in parallel) each worker gets its own
+    database number on REDIS_URL's server, as pytest-django gives each its own test database:
+    throttle counters and `cache.clear()` (FLUSHDB) of one worker must not reach another's."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not settings.REDIS_URL:
+        return
+    base, _, number = settings.REDIS_URL.rpartition("/")
+    own = f"{base}/{(int(number or 0) + 1 + int(worker[2:])) % 16}"
+    caches = {name: {**cache, "LOCATION": own} for name, cache in settings.CACHES.items()}
+    override_settings(REDIS_URL=own, CACHES=caches).enable()
+    os.environ["REDIS_URL"] = own
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

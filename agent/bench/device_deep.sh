@@ -7,7 +7,8 @@
 # rest and one beside the busy process), llm (the smoke llm in three processes and once beside
 # the busy process), gate (the full gate once), deep3 (--deep three times at rest), deep-hog
 # (--deep beside the busy process, and beside the 60 GiB holder), gate3 (the full gate three
-# times), gate-hog (the full gate beside the busy process).
+# times), gate-hog (the full gate beside the busy process), imports (-X importtime of the smoke
+# libraries). ROUNDS="1 2" picks deep3's rounds (a device call is limited to 10 minutes).
 # Everything lands in $OUT/results.tar.gz.
 set -u
 RES=/tmp/res; mkdir -p "$RES/captures" "$RES/h200"
@@ -65,7 +66,7 @@ gate)
 step h200/gate-1.json 420 $A $GATE
 ;;
 deep3)
-for round in 1 2 3; do step h200/deep-$round.json 400 $A check --json --deep --profile h200 ${BURN:+--burn-seconds $BURN}; done
+for round in ${ROUNDS:-1 2 3}; do step h200/deep-$round.json 400 $A check --json --deep --profile h200 ${BURN:+--burn-seconds $BURN}; done
 ;;
 deep-hog)
 start_holder busy; step h200/deep-busy.json 400 $A check --json --deep --profile h200 ${BURN:+--burn-seconds $BURN}; stop_holder
@@ -81,6 +82,10 @@ PYTHONFAULTHANDLER=1 step h200/smoke-llm-debug.json 80 timeout -s ABRT 75 $A -v 
 ;;
 gate3)
 for round in 1 2 3; do step h200/gate-$round.json 420 $A $GATE; done
+;;
+imports)
+# Where an import's seconds go (issue 27 item 4): python's own import timer, top entries.
+step h200/importtime.txt 120 python3 -X importtime -c 'import torch, diffusers, transformers, transformers.models.llama.modeling_llama'
 ;;
 gate-hog)
 start_holder busy; step h200/gate-busy.json 420 $A $GATE; stop_holder

@@ -170,6 +170,17 @@ def test_backoff_is_capped_and_jittered():
     assert policy.delay(3, "7") == 7.0 and policy.delay(0, "600") == 30.0
 
 
+def test_a_scaled_policy_scales_every_delay_and_nothing_else():
+    scaled = RetryPolicy.scaled(0.1)
+    assert (scaled.base_delay_s, scaled.max_delay_s) == pytest.approx((0.1, 3.0))
+    assert (scaled.max_attempts, scaled.jitter) == (
+        RetryPolicy().max_attempts,
+        RetryPolicy().jitter,
+    )
+    production = RetryPolicy.scaled(1.0)
+    assert (production.base_delay_s, production.max_delay_s) == (1.0, 30.0)
+
+
 def test_a_heartbeat_that_keeps_failing_is_skipped_not_fatal(api):
     api.on("bootstrap", (200, BOOT))
     api.on("reports", (201, {}))

@@ -213,12 +213,13 @@ def test_eager_decode_keeps_its_wide_band():
     assert (warn.severity, fail.severity) == ("warn", "fail")
 
 
-@pytest.mark.parametrize("folder", ["run4", "run5"])
+@pytest.mark.parametrize("folder", ["run4", "run5", "run8"])
 @pytest.mark.parametrize("run", [1, 2, 3])
 def test_the_recorded_h200_gate_passes_with_no_warning(folder, run):
-    """agent/tests/fixtures/h200/run{4,5}/gate-N.json: `labgpu-agent check --json --profile h200
-    --smoke matmul,bandwidth,sdxl,llm`, three processes in a row on one H200, two sessions
-    (issue 12; run5 with the fastest-call LLM statistic and the measured baselines)."""
+    """agent/tests/fixtures/h200/run{4,5,8}/gate-N.json: `labgpu-agent check --json --profile
+    h200 --smoke matmul,bandwidth,sdxl,llm`, three processes in a row on one H200, three sessions
+    (issue 12; run5 with the fastest-call LLM statistic and the measured baselines; run8 after
+    issue 27's faster gate)."""
     report = json.loads((FIXTURES / "h200" / folder / f"gate-{run}.json").read_text())
     assert report["verdict"] == "pass" and report["findings"] == []
     assert len([s for s in report["smoke"] if s["status"] == "passed"]) == 5

@@ -86,6 +86,46 @@ def test_amd_smi_monitor_violation_table_is_read_without_inventing_readings():
     assert {g.power_draw_w for g in gpus} == {None}
 
 
+# --- amd-smi xgmi --link-status ------------------------------------------------------------------
+
+
+def test_amd_smi_xgmi_link_status_as_the_changelog_prints_it():
+    """https://github.com/ROCm/amdsmi/blob/8e874f198dbc8176b330044b68a156c445c1718c/CHANGELOG.md
+    (the `amd-smi xgmi --link-status` entry's example output: two GPUs, links 4 and 6 down, 7
+    disabled, an elision line and the legend)"""
+    facts = parse_clean("amd-smi-xgmi", "amd-smi/xgmi_link_status_rocm6.4.0_changelog.txt")
+    assert [(g.index, g.bdf) for g in facts.gpus] == [(0, "0000:08:00.0"), (1, "0000:44:00.0")]
+    states = {(link.gpu, link.link): link.state for link in facts.interconnect}
+    assert len(states) == 16
+    for gpu in (0, 1):
+        assert [states[(gpu, n)] for n in range(8)] == ["up"] * 4 + [
+            "down",
+            "up",
+            "down",
+            "disabled",
+        ]
+
+
+def test_amd_smi_xgmi_link_status_per_peer_in_an_mvf_guest():
+    """https://github.com/ROCm/rocm-systems/blob/develop/projects/amdsmi/CHANGELOG.md (the mVF
+    fix of ROCm/rocm-systems#2053: one column per peer GPU, SELF on the diagonal, all N/A)"""
+    facts = parse_clean("amd-smi-xgmi", "amd-smi/xgmi_link_status_mvf_na_rocm7.12_changelog.txt")
+    assert [g.bdf for g in facts.gpus][:2] == ["0000:05:00.0", "0000:15:00.0"]
+    assert len(facts.gpus) == 8 and len(facts.interconnect) == 8 * 7
+    assert {link.state for link in facts.interconnect} == {"unknown"}
+    # each cell is the link to the GPU of its column; no GPU has a link to itself
+    assert {link.link for link in facts.interconnect if link.gpu == 3} == {0, 1, 2, 4, 5, 6, 7}
+
+
+def test_amd_smi_bad_pages_in_hex_as_the_changelog_prints_it():
+    """https://github.com/ROCm/rocm-systems/blob/develop/projects/amdsmi/CHANGELOG.md (ROCm
+    7.11.0, "Added `--hex` flag to `amd-smi bad-pages`": one retired page, the rest N/A)"""
+    facts = parse_clean("amd-smi-bad-pages", "amd-smi/bad_pages_hex_rocm7.11.0_changelog.txt")
+    (gpu,) = facts.gpus
+    assert (gpu.index, gpu.retired_pages, gpu.pending_retired_pages) == (0, 1, 0)
+    assert gpu.unreservable_pages == 0
+
+
 # --- amd-smi default view, static and metric ---------------------------------------------------
 
 

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "labgpu.catalog",
     "labgpu.bookings",
     "labgpu.quotas",
+    "labgpu.budgets",
     "labgpu.audit",
     "labgpu.provisioning",
     "labgpu.health",
@@ -64,6 +65,9 @@ INSTALLED_APPS = [
     "labgpu.directory",
     "labgpu.invitations",
     "labgpu.chat",
+    "labgpu.pricing",
+    "labgpu.statements",
+    "labgpu.waitlist",
 ]
 
 MIDDLEWARE = [
@@ -73,6 +77,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
+    # The SPA's X-LabGPU-Language (the language its page shows) over Accept-Language.
+    "labgpu.core.language.ShownLanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -342,6 +348,10 @@ LABGPU_IDEMPOTENCY_TTL_HOURS = int(os.environ.get("LABGPU_IDEMPOTENCY_TTL_HOURS"
 # A lab admin may approve their own booking only when this is on; each such approval is audited
 # as `booking.self_approve` (docs/security.md). Off: another lab admin or a site admin decides.
 LABGPU_ALLOW_SELF_APPROVAL = env_bool("LABGPU_ALLOW_SELF_APPROVAL", False)
+# Waitlist caps on active (waiting or offered) entries: a member may not queue for everything at
+# once, nor a lab crowd out the others (docs/architecture.md, "Waitlist").
+LABGPU_WAITLIST_MAX_PER_USER = int(os.environ.get("LABGPU_WAITLIST_MAX_PER_USER", "3"))
+LABGPU_WAITLIST_MAX_PER_LAB = int(os.environ.get("LABGPU_WAITLIST_MAX_PER_LAB", "10"))
 
 # The built SPA: WhiteNoise serves its hashed assets from the site root; index.html comes from
 # labgpu.core.views.spa_index for every client-side route.
@@ -365,7 +375,10 @@ SCALED_TIMINGS: dict[str, float] = {}
 
 
 def scaled(name: str, production_s: float) -> float:
-    """The timing `name` (env, in production seconds; default `production_s`) at TIME_SCALE."""
+    """The timing `name` (env, in production seconds; default `production_s`) at TIME_SCALE.
+
+    Timeouts on I/O (an HTTP call to the provider or the API, a Redis socket) are not in here:
+    they bound how long a real peer may take to answer, and a test does not make peers faster."""
     SCALED_TIMINGS[name] = float(os.environ.get(name, production_s))
     return SCALED_TIMINGS[name] * TIME_SCALE
 
@@ -426,6 +439,9 @@ CELERY_BEAT_SCHEDULE = {
         "task": "labgpu.chat.tasks.redrive_chat_deliveries",
         "schedule": every(60),
     },
+    # Waitlist offers not taken in time pass on; promotions a lost task missed are made
+    # (labgpu/waitlist/services.py).
+    "sweep-waitlist": {"task": "labgpu.waitlist.tasks.sweep_waitlist", "schedule": every(30)},
     # Tasks whose publish met an absent broker (labgpu/core/outbox.py).
     "relay-outbox": {"task": "labgpu.core.tasks.relay_outbox", "schedule": every(10)},
     # LDAP users' groups and existence (a no-op unless LDAP is configured).
@@ -448,6 +464,31 @@ LABGPU_EMAIL_VERIFICATION_TTL_S = int(
 )
 # Booting nodes are watched with one provider listing per account per interval (not per node).
 LABGPU_POLL_INTERVAL_S = scaled("LABGPU_POLL_INTERVAL_S", 10)
+# Provider price lists (GET /v2/sizes); a change is recorded effective from the sync's clock, so
+# the period bounds how late a new price is noticed (labgpu.pricing).
+LABGPU_PRICE_SYNC_INTERVAL_S = scaled("LABGPU_PRICE_SYNC_INTERVAL_S", 3600)
+CELERY_BEAT_SCHEDULE["sync-prices"] = {
+    "task": "labgpu.pricing.tasks.sync_prices",
+    "schedule": LABGPU_PRICE_SYNC_INTERVAL_S,
+}
+# Monthly statements: from the 1st (UTC) each hourly run sends last month's statement of every
+# lab whose month the meters have closed (labgpu.statements.selectors.month_usage_open), once per
+# lab; a run claims a lab's statement for this lease, so a worker killed mid-send is retried
+# once it runs out (it must outlast building and mailing one statement).
+LABGPU_STATEMENT_LEASE_S = scaled("LABGPU_STATEMENT_LEASE_S", 30 * 60)
+CELERY_BEAT_SCHEDULE["send-statements"] = {
+    "task": "labgpu.statements.tasks.send_statements",
+    "schedule": every(3600),
+}
+# Fonts the statement PDF embeds (labgpu.statements.render): Debian's fonts-dejavu-core and
+# fonts-noto-cjk (a TrueType collection; index 2 is Noto Sans CJK SC). Missing: see render.py.
+LABGPU_PDF_FONT = os.environ.get(
+    "LABGPU_PDF_FONT", "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+)
+LABGPU_PDF_FONT_CJK = os.environ.get(
+    "LABGPU_PDF_FONT_CJK", "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
+)
+LABGPU_PDF_FONT_CJK_INDEX = int(os.environ.get("LABGPU_PDF_FONT_CJK_INDEX", "2"))
 CELERY_BEAT_SCHEDULE["meter-volumes"] = {"task": f"{_TASKS}.meter_volumes", "schedule": every(3600)}
 CELERY_BEAT_SCHEDULE["poll-nodes"] = {
     "task": f"{_TASKS}.poll_nodes",
@@ -481,13 +522,28 @@ LABGPU_PROVIDER_LEASE_S = scaled("LABGPU_PROVIDER_LEASE_S", 6)
 # (every 2 s) runs it again. A dead worker's step is taken over within LEASE_S + 2 s
 # (docs/operations.md).
 LABGPU_STEP_GRACE_S = scaled("LABGPU_STEP_GRACE_S", 6)
+# The schedule's lock (labgpu.core.beat): a dead leading beat's lock lapses after this, and every
+# beat tries to take or renew it each tick.
+LABGPU_BEAT_LOCK_S = scaled("LABGPU_BEAT_LOCK_S", 5)
+LABGPU_BEAT_TICK_S = scaled("LABGPU_BEAT_TICK_S", 1)
+# The outbox relay leaves a row this young to the on-commit hook that wrote it (labgpu.core.outbox).
+LABGPU_OUTBOX_RELAY_AFTER_S = scaled("LABGPU_OUTBOX_RELAY_AFTER_S", 5)
+# After a failure of Redis (broker or cache) a process skips it for this long (labgpu.core.breaker).
+LABGPU_REDIS_BREAKER_S = scaled("LABGPU_REDIS_BREAKER_S", 5)
 LABGPU_PROVIDER_MAX_ATTEMPTS = int(os.environ.get("LABGPU_PROVIDER_MAX_ATTEMPTS", "3"))
 LABGPU_PROVIDER_MAX_RETRY_WAIT_S = scaled("LABGPU_PROVIDER_MAX_RETRY_WAIT_S", 10)
+# The driver's own backoff between attempts (full jitter from base × 2^n, capped), and the least a
+# task's retry waits (the provider's retry-after, in its own seconds, may ask for more).
+LABGPU_PROVIDER_BACKOFF_BASE_S = scaled("LABGPU_PROVIDER_BACKOFF_BASE_S", 0.5)
+LABGPU_PROVIDER_BACKOFF_MAX_S = scaled("LABGPU_PROVIDER_BACKOFF_MAX_S", 20)
+LABGPU_RETRY_MIN_S = scaled("LABGPU_RETRY_MIN_S", 1)
 # Provider tokens go to https://api.digitalocean.com only, unless this lists other origins
 # (comma-separated; no port = every port of that host), e.g. http://127.0.0.1 for the emulator.
 # Token variables must be named LABGPU_PROVIDER_TOKEN_* (docs/security.md).
 LABGPU_PROVIDER_ALLOWED_BASE_URLS = env_list("LABGPU_PROVIDER_ALLOWED_BASE_URLS", "")
-LABGPU_HEARTBEAT_INTERVAL_S = int(os.environ.get("LABGPU_HEARTBEAT_INTERVAL_S", "30"))
+# How often a node's agent heartbeats (sent in its bootstrap answer); a heartbeat accounts for at
+# most three of these (labgpu.health.utilisation), so a silent agent adds no used time.
+LABGPU_HEARTBEAT_INTERVAL_S = scaled("LABGPU_HEARTBEAT_INTERVAL_S", 30)
 # Utilisation charts: at most one sample per node this often, kept this long (bounded per node).
 LABGPU_UTILISATION_SAMPLE_MIN_S = float(os.environ.get("LABGPU_UTILISATION_SAMPLE_MIN_S", "10"))
 LABGPU_UTILISATION_RETENTION_S = int(os.environ.get("LABGPU_UTILISATION_RETENTION_S", "21600"))

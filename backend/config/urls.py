@@ -13,9 +13,11 @@ from labgpu.core.views import spa_index
 
 api_v1 = [
     path("", include("labgpu.accounts.urls")),
+    path("", include("labgpu.pricing.urls")),  # before catalog: instance-types/<id>/prices/
     path("", include("labgpu.catalog.urls")),
     path("", include("labgpu.bookings.urls")),
     path("", include("labgpu.quotas.urls")),
+    path("", include("labgpu.budgets.urls")),
     path("", include("labgpu.audit.urls")),
     path("", include("labgpu.provisioning.urls")),
     path("", include("labgpu.health.urls")),
@@ -25,6 +27,8 @@ api_v1 = [
     path("", include("labgpu.sso.urls")),
     path("", include("labgpu.directory.urls")),
     path("", include("labgpu.chat.urls")),
+    path("", include("labgpu.statements.urls")),
+    path("", include("labgpu.waitlist.urls")),
 ]
 
 urlpatterns = [

@@ -100,6 +100,8 @@ class AgentSupervisor:
         ]
         env = {
             **os.environ,
+            # agent.env, as systemd's EnvironmentFile gives it to the agent (LABGPU_TIME_SCALE…)
+            **env_conf,
             "LABGPU_API": env_conf["LABGPU_API"],
             "LABGPU_FIXTURE_PROFILE": profile,
             "LABGPU_EMULATOR_DROPLET_ID": str(droplet.id),

@@ -332,7 +332,10 @@ class Emulator:
 
     async def list_sizes(self, request: Request) -> tuple[int, Any]:
         sizes = [
-            catalog.size_json(size, self.store.regions_with_stock(size["slug"]))
+            {
+                **catalog.size_json(size, self.store.regions_with_stock(size["slug"])),
+                **self.store.price_overrides.get(size["slug"], {}),
+            }
             for size in catalog.SIZES
         ]
         return 200, self.paginate(request, sizes, "sizes", {})
@@ -747,6 +750,18 @@ def create_app(settings: EmulatorSettings) -> Starlette:
         emu.store.save()
         return JSONResponse({"volume": emu.store.volume_to_api(volume)}, status_code=201)
 
+    async def prices_admin(request: Request) -> Response:
+        """A price list change: {"<size slug>": {"price_hourly": 2.5, "price_monthly": 1680}};
+        GET shows the overrides. Reset restores the catalogue's prices."""
+        if request.method == "POST":
+            try:
+                changes = await request.json()
+                emu.store.set_prices(changes)
+            except (ValueError, TypeError, AttributeError) as exc:
+                return JSONResponse({"id": "bad_request", "message": str(exc)}, status_code=400)
+            emu.store.save()
+        return JSONResponse(emu.store.price_overrides)
+
     async def ssh_key_admin(request: Request) -> Response:
         """Register a key on the account without spending a request of the rate limit."""
         try:
@@ -847,6 +862,7 @@ def create_app(settings: EmulatorSettings) -> Starlette:
         Route("/_emulator/droplets", seed, methods=["POST"]),
         Route("/_emulator/droplets/{droplet_id}/{action}", droplet_admin, methods=["POST"]),
         Route("/_emulator/ssh_keys", ssh_key_admin, methods=["POST"]),
+        Route("/_emulator/prices", prices_admin, methods=["GET", "POST"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.emulator = emu

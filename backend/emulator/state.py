@@ -322,6 +322,8 @@ class Store:
         #: every volume ever created, with its sizes over time: the bill storage metering is
         #: checked against ({id, name, region, tags, sizes: [[since, gb]], created_at, deleted_at})
         self.volume_ledger: dict[str, dict[str, Any]] = {}
+        #: size slug -> {"price_hourly": …, "price_monthly": …}: a price list change a test made
+        self.price_overrides: dict[str, dict[str, float]] = {}
         self.faults = Faults()
         self.next_id = FIRST_DROPLET_ID
         self.next_action_id = 900_000_001
@@ -350,6 +352,7 @@ class Store:
         self.volumes = {v["id"]: dict(v) for v in data.get("volumes", [])}
         self.snapshots = {v["id"]: dict(v) for v in data.get("snapshots", [])}
         self.volume_ledger = dict(data.get("volume_ledger", {}))
+        self.price_overrides = dict(data.get("price_overrides", {}))
         logger.info("loaded %d droplet(s) from %s", len(self.droplets), path)
 
     def save(self) -> None:
@@ -371,6 +374,7 @@ class Store:
             "volumes": list(self.volumes.values()),
             "snapshots": list(self.snapshots.values()),
             "volume_ledger": self.volume_ledger,
+            "price_overrides": self.price_overrides,
         }
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
         # write-then-rename so a crash never leaves a half-written state file
@@ -388,9 +392,21 @@ class Store:
         self.volumes.clear()
         self.snapshots.clear()
         self.volume_ledger.clear()
+        self.price_overrides.clear()
         self.faults = Faults()
         if stock:
             self.faults.update({"stock": stock})
+        self.dirty = True
+
+    def set_prices(self, changes: dict[str, Any]) -> None:
+        """Change sizes' list prices (JSON numbers, as DigitalOcean sends them)."""
+        for slug, prices in changes.items():
+            if not isinstance(prices, dict) or not set(prices) <= {"price_hourly", "price_monthly"}:
+                raise ValueError("give {slug: {price_hourly, price_monthly}}")
+            for value in prices.values():
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                    raise ValueError("prices are non-negative numbers")
+            self.price_overrides.setdefault(str(slug), {}).update(prices)
         self.dirty = True
 
     # -- addresses ------------------------------------------------------------------------------

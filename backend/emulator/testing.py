@@ -125,6 +125,10 @@ class EmulatorHandle:
         """Change runtime settings (boot_delay_s, rate_limit, max_per_page, agent_cmd, …)."""
         return self._call("POST", "/_emulator/settings", settings)
 
+    def set_prices(self, **prices: dict[str, float]) -> dict[str, Any]:
+        """Change the price list `GET /v2/sizes` serves: set_prices(**{"gpu-h100x1-80gb": {…}})."""
+        return self._call("POST", "/_emulator/prices", prices)
+
     def reset(self) -> None:
         """Forget all droplets, faults, counters and rate-limit windows."""
         self._call("POST", "/_emulator/reset")

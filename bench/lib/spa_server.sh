@@ -29,6 +29,8 @@ spa_database() {
   fi
   DATABASE_URL="$("$PY" "$ROOT/backend/config/fresh_db.py" "$DATABASE_URL" "$suffix")"
   export DATABASE_URL
+  # Mail to files, as in the e2e run: the console backend would print it into users.json.
+  export DJANGO_EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend" LABGPU_EMAIL_FILE_PATH="$VAR/mail"
   (cd "$ROOT/backend" && "$PY" manage.py migrate --noinput >/dev/null \
     && "$PY" manage.py seed_demo --json > "$VAR/users.json")
 }

@@ -177,10 +177,13 @@ describe('daily use, part 2 (issue 14)', () => {
     assert.equal(await menu.getAttribute('aria-expanded'), 'false', 'following a link closes the menu')
 
     await page.goto('/bookings/new')
-    const book = await page.locator('[data-testid=booking-submit]').boundingBox()
+    await page.locator('[data-testid=booking-submit]').waitFor()
+    // Measured in one frame: the form grows while its figures load (budget, cost centre), so two
+    // boxes read moments apart can compare a moved element with one that has not moved yet.
+    const ys = await page.evaluate(() => Object.fromEntries(['availability', 'estimate-cost', 'booking-submit']
+      .map((id) => [id, document.querySelector(`[data-testid=${id}]`).getBoundingClientRect().y])))
     for (const id of ['availability', 'estimate-cost']) {
-      const box = await page.locator(`[data-testid=${id}]`).boundingBox()
-      assert.ok(box.y < book.y, `${id} (y ${box.y}) is below the Book button (y ${book.y})`)
+      assert.ok(ys[id] < ys['booking-submit'], `${id} (y ${ys[id]}) is below the Book button (y ${ys['booking-submit']})`)
     }
     await screenshot(page, 'phone-booking-form')
     await context.close()

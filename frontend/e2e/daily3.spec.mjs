@@ -77,7 +77,7 @@ describe('daily tasks on screens (issue 24)', () => {
     const { context, page } = await personIn(browser, 'carol', { lang: 'zh-CN' })
     await page.goto('/catalog')
     const record = page.locator(`[data-pool="${POOL.slug}"]`)
-    await record.locator('[data-testid=pool-volumes]', { hasText: '持久卷: 不提供 · 备用区域: 无' }).waitFor()
+    await record.locator('[data-testid=pool-volumes]', { hasText: /持久卷: 不提供 · .+ · 备用区域: 无/ }).waitFor()
     await record.getByRole('button', { name: '编辑' }).click()
     await page.locator('label[for=pool-volume_scope]', { hasText: '持久卷' }).waitFor()
     assert.deepEqual(

@@ -57,7 +57,7 @@ describe('keyboard selection of free time (issue 14)', () => {
       const needs = { start: minutes(option.start, -pool.provisioning_lead_minutes), end: minutes(option.end, pool.teardown_grace_minutes) }
       assert.ok(!overlaps(needs, held), `${JSON.stringify(option)} meets the other lab's ${JSON.stringify(held)}`)
       assert.match(option.name, new RegExp(`${hhmm(option.start, tz)}–${hhmm(option.end, tz)}`))
-      assert.match(option.name, /1 of 1 nodes free/)
+      assert.match(option.name, /1 of 1 node free/)
     }
 
     // Keyboard only: Tab to the list, then on to the second option (the first after the other

@@ -134,11 +134,14 @@ describe('researcher items of issue 14', () => {
     const expectedEnd = (t) => wallTime(new Date(Math.ceil((t + 4 * 3_600_000) / step) * step).toISOString(), tz)
     assert.ok([before, Date.now()].map(expectedEnd).includes(end), `end ${end}`)
     // How long a node of this pool takes: the server's figure, or the general word when it has none.
-    const hint = await page.locator('[data-testid=booking-ready-hint]').innerText()
-    // (With one sample the sentence speaks of "the last one", without a count.)
-    if (readyTime?.samples > 1) assert.match(hint, new RegExp(`\\b${readyTime.samples}\\b`), hint)
-    else if (readyTime) assert.match(hint, /the last one in this pool took/, hint)
-    else assert.match(hint, /few minutes/, hint)
+    // (With one sample the sentence speaks of "the last one", without a count.) The form asks for
+    // the figures when it opens: wait for its answer rather than read the placeholder sentence.
+    const expected = readyTime?.samples > 1 ? new RegExp(`\\b${readyTime.samples}\\b`)
+      : readyTime ? /the last one in this pool took/ : /few minutes/
+    const hintLocator = page.locator('[data-testid=booking-ready-hint]')
+    await hintLocator.filter({ hasText: expected }).waitFor({ timeout: 15_000 }).catch(() => {})
+    const hint = await hintLocator.innerText()
+    assert.match(hint, expected, hint)
     await page.fill('#booking-purpose', 'research start now')
     const [request] = await Promise.all([
       page.waitForRequest((r) => r.method() === 'POST' && r.url().endsWith('/api/v1/bookings/')),

@@ -378,3 +378,33 @@ print(json.dumps(out))
   if (result.status !== 0) throw new Error(`reading mail failed: ${result.stderr}`)
   return JSON.parse(result.stdout)
 }
+
+/** Fill the booking form's window as a person of `locale` types it (zh-CN: `2026-12-01 15:00`). */
+export async function fillWindow(page, locale, timeZone, window) {
+  const wall = (iso) => (locale === 'zh-CN' ? wallTime(iso, timeZone).replace('T', ' ') : wallTime(iso, timeZone))
+  await page.locator('#booking-start').fill(wall(window.start))
+  await page.locator('#booking-end').fill(wall(window.end))
+}
+
+/** Submit the booking form; the server's answer ({status, body}). */
+export async function submitForm(page) {
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/api/v1/bookings/')),
+    page.locator('[data-testid=booking-submit]').click(),
+  ])
+  return { status: answer.status(), body: await answer.json() }
+}
+
+/** The catalogue of the app's words in each language, as the specs compare the page against it. */
+export const messages = {
+  en: JSON.parse(readFileSync(new URL('../src/i18n/en.json', import.meta.url), 'utf8')),
+  'zh-CN': JSON.parse(readFileSync(new URL('../src/i18n/zh-CN.json', import.meta.url), 'utf8')),
+}
+
+/** Sign in on the login page of `page` (a signed-out context), as a person types it. */
+export async function signInOnPage(page, username) {
+  await page.locator('#login-username').fill(username)
+  await page.locator('#login-password').fill(passwordOf(username))
+  await page.locator('[data-testid=login-submit]').click()
+  await page.waitForURL((url) => !url.pathname.startsWith('/login'))
+}

@@ -1,35 +1,15 @@
 // Issue 24 ([spa-truth]): the app says what is true. Each test checks what the page shows against
 // what the server holds (the API's answer), in both languages where words matter.
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 
 import {
-  apiCall, book, bookNow, cancelBooking, django, freeWindow, listPools, makeReady, me, personIn, signIn, useBrowser, wallTime,
+  apiCall, book, bookNow, cancelBooking, django, fillWindow, freeWindow, listPools, makeReady, me, messages, personIn, signIn, submitForm,
+  useBrowser, wallTime,
 } from './support.mjs'
 
-const messages = {
-  en: JSON.parse(readFileSync(new URL('../src/i18n/en.json', import.meta.url), 'utf8')),
-  'zh-CN': JSON.parse(readFileSync(new URL('../src/i18n/zh-CN.json', import.meta.url), 'utf8')),
-}
 /** The catalogue's sentence up to its first placeholder: what the page must show whatever the time. */
 const lead = (text) => text.split('{')[0]
-
-/** Fill the booking form's window as a person of `locale` types it (zh-CN: `2026-12-01 15:00`). */
-async function fillWindow(page, locale, timeZone, window) {
-  const wall = (iso) => (locale === 'zh-CN' ? wallTime(iso, timeZone).replace('T', ' ') : wallTime(iso, timeZone))
-  await page.locator('#booking-start').fill(wall(window.start))
-  await page.locator('#booking-end').fill(wall(window.end))
-}
-
-/** Submit the booking form; the server's answer (a refusal here). */
-async function submitForm(page) {
-  const [answer] = await Promise.all([
-    page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/api/v1/bookings/')),
-    page.locator('[data-testid=booking-submit]').click(),
-  ])
-  return { status: answer.status(), body: await answer.json() }
-}
 
 describe('the app says what is true (issue 24, truth)', () => {
   const { browser, cleanup } = useBrowser()

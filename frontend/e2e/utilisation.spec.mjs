@@ -2,15 +2,15 @@
 // a real heartbeat token, become sparklines; an idle warning offers "Keep", which the server
 // records; both languages; axe clean.
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 
 import {
-  BASE_URL, apiCall, bookNow, djangoValue, makeReady, personIn, seriousViolations, signIn, useBrowser,
+  BASE_URL, apiCall, bookNow, djangoValue, listPools, makeReady, personIn, seriousViolations, signIn, useBrowser,
 } from './support.mjs'
 
-/** An on-demand booking of alice's, made ready here (e2e runs no workers); returns [id, agent token]. */
-async function readyBooking(context) {
-  const { id } = await bookNow(context, { purpose: 'e2e utilisation' })
+/** An on-demand booking of alice's in `pool`, made ready here (e2e runs no workers); returns [id, agent token]. */
+async function readyBooking(context, pool) {
+  const { id } = await bookNow(context, { purpose: 'e2e utilisation', pool })
   return [id, makeReady(id, { ip: '203.0.113.8', heartbeat: true })]
 }
 
@@ -32,10 +32,26 @@ async function heartbeat(token, util) {
 
 describe('live utilisation', () => {
   const { browser, cleanup } = useBrowser()
+  let pool
+
+  before(async () => {
+    // A pool of its own, free now: the specs before this one keep the demo's pools busy now, and
+    // this one sets the pool's idle policy.
+    const carol = await signIn(browser, 'carol')
+    const mi300x = (await listPools(carol.context)).find((p) => p.slug === 'mi300x-tor1')
+    const stamp = Date.now()
+    const made = await apiCall(carol.context, 'POST', '/api/v1/pools/', {
+      name: `MI300X ×1 · ams3 (e2e utilisation ${stamp})`, slug: `e2e-util-${stamp}`,
+      instance_type: mi300x.instance_type, region: 'ams3', capacity: 2, max_days_ahead: 60,
+    })
+    assert.equal(made.status, 201, JSON.stringify(made.body))
+    pool = made.body.id
+    cleanup.push(() => apiCall(carol.context, 'PATCH', `/api/v1/pools/${pool}/`, { is_active: false }))
+  })
 
   it('the booking page charts the heartbeats and the owner keeps an idle booking', async () => {
     const alice = await signIn(browser, 'alice')
-    const [id, token] = await readyBooking(alice.context)
+    const [id, token] = await readyBooking(alice.context, pool)
     for (const util of [40, 75, 90, 60, 85]) await heartbeat(token, util)
 
     const page = alice.page

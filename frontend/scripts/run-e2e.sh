@@ -25,6 +25,12 @@ export DJANGO_EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend" L
 export E2E_MAIL_DIR="$VAR/mail" LABGPU_PUBLIC_URL="http://127.0.0.1:$PORT"
 # Chat channels may post to the specs' local receivers (chat.spec.mjs).
 export LABGPU_CHAT_ALLOW_LOOPBACK=1
+# volume-changes.spec.mjs starts an emulator on E2E_EMULATOR_PORT and points the demo account at
+# it, so the server's volume delete reaches a provider: only that origin is allowed (the demo's
+# own emulator port stays refused, as the other specs expect), with any non-empty token.
+E2E_EMULATOR_PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+export E2E_EMULATOR_PORT LABGPU_PROVIDER_TOKEN_EMULATOR="e2e-emulator-token"
+export LABGPU_PROVIDER_ALLOWED_BASE_URLS="http://127.0.0.1:$E2E_EMULATOR_PORT"
 # Every heartbeat becomes a chart sample (utilisation.spec.mjs posts a few in a row).
 export LABGPU_UTILISATION_SAMPLE_MIN_S=0
 

@@ -3,6 +3,7 @@ import { createPinia } from 'pinia'
 
 import App from './App.vue'
 import { onUnauthenticated } from './api/client'
+import { saveDrafts } from './composables/useDraft'
 import { detectLocale, i18n, setLocale } from './i18n'
 import { router } from './router'
 import { useSessionStore } from './stores/session'
@@ -25,7 +26,10 @@ onUnauthenticated(() => {
   // opened; redirecting from here too would race it with the not-yet-resolved route (`/`).
   if (!wasLoaded) return
   const current = router.currentRoute.value
-  if (!current.meta.public) void router.push({ name: 'login', query: { next: current.fullPath } })
+  if (current.meta.public) return
+  // Say why they are asked to sign in, keep what they typed, and bring them back to this page.
+  const kept = saveDrafts()
+  void router.push({ name: 'login', query: { next: current.fullPath, expired: kept ? 'draft' : '1' } })
 })
 
 void language.then(() => app.mount('#app'))

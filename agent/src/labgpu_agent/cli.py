@@ -256,6 +256,8 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         value = getattr(args, key, None)
         if value is not None:
             options[key] = value
+    if args.name == "llm" and "iters" in options:
+        options["iters_large"] = None  # an explicit --iters counts for both batch sizes
     profile = get_profile(args.profile) if args.profile else None
     results = run_smoke(args.name, profile.baselines if profile else {}, **options)
     findings = check_smoke(results, profile) if profile else []
@@ -283,8 +285,17 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
+def _time_scale() -> float:
+    """LABGPU_TIME_SCALE from agent.env (absent, 1: production); anything unusable counts as 1."""
+    try:
+        scale = float(os.environ.get("LABGPU_TIME_SCALE", "1"))
+    except ValueError:
+        return 1.0
+    return scale if scale > 0 and scale != float("inf") else 1.0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from labgpu_agent.client import AgentClient, ApiError, Bootstrap, run_agent
+    from labgpu_agent.client import AgentClient, ApiError, Bootstrap, RetryPolicy, run_agent
     from labgpu_agent.notebook import start_notebook
 
     fixture = _fixture(args.fixture_profile)
@@ -317,7 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         make_usage = collect_usage_live
     try:
         return run_agent(
-            AgentClient(args.api),
+            AgentClient(args.api, retry=RetryPolicy.scaled(_time_scale())),
             bootstrap_token=args.token,
             make_report=make_report,
             make_deep_report=lambda boot: make_report(boot, deep=True),

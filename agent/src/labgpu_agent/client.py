@@ -61,6 +61,13 @@ class RetryPolicy:
     jitter: float = 0.5
     rng: random.Random = field(default_factory=random.Random, repr=False)
 
+    @classmethod
+    def scaled(cls, scale: float) -> RetryPolicy:
+        """The same policy with every delay times `scale`: the server's LABGPU_TIME_SCALE, which
+        cloud-init writes into the agent's environment when it is not 1 (lifecycle tests only).
+        A Retry-After from the API is taken as given, within the (scaled) cap."""
+        return cls(base_delay_s=cls.base_delay_s * scale, max_delay_s=cls.max_delay_s * scale)
+
     def delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:
             try:

@@ -109,7 +109,7 @@ class InterconnectLink:
 
     kind: str  # "xgmi" | "nvlink"
     gpu: int | None = None
-    link: int | None = None  # port / link number on that GPU
+    link: int | None = None  # port / link number on that GPU (the peer GPU in a per-peer table)
     state: str | None = None  # "up" | "down" | "disabled" | "unknown"
     bit_rate_gbps: float | None = None  # per lane (XGMI) or per link (NVLink, GB/s)
     max_bandwidth_gbps: float | None = None

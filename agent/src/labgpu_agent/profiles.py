@@ -168,14 +168,16 @@ PROFILES: dict[str, InstanceProfile] = {
             compute_capability="9.0",
             nvlinks_per_gpu=18,
             # What this agent measured on one H200 (issues 12 and 23, docs/benchmarks.md,
-            # agent/tests/fixtures/h200/run1…run7). LLM decode replays a CUDA graph per token
-            # (smoke/llm.py StaticDecoder) and reports the median of its timed calls.
+            # agent/tests/fixtures/h200/run1…run8). LLM decode replays a CUDA graph per token
+            # (smoke/llm.py StaticDecoder), attention per KV head (GqaDecodeAttention, issue 27:
+            # batch 1 134.3-135.5, batch 128 9,160-9,173 tokens/s in run8/gate-1…3.json; before
+            # it 130 and 3,695), and reports the median of its timed calls.
             baselines={
                 "matmul:bf16_tflops": 790.0,
                 "bandwidth:copy_gb_per_s": 4300.0,
                 "sdxl:images_per_s": 1.30,
-                "llm:tokens_per_s_batch1": 130.0,
-                "llm:tokens_per_s_batch128": 3700.0,
+                "llm:tokens_per_s_batch1": 135.0,
+                "llm:tokens_per_s_batch128": 9150.0,
                 # check --deep: bf16 8192³ products back to back, held at the 700 W cap (about
                 # 1.45 GHz): 666.6-667.3 TFLOP/s over three 45 s burns (run7/deep-1…3.json).
                 "deep:burn_bf16_tflops": 665.0,

@@ -310,6 +310,16 @@ def print_notebook(ctx: Context, booking: dict[str, Any]) -> int:
 
 def cmd_book(ctx: Context) -> int:
     args = ctx.args
+    if args.model:
+        return book_placement(ctx)
+    if args.within or args.region:
+        raise UsageError("--within and --region go with --model")
+    if not args.pool:
+        raise UsageError("say which pool (or --model for any pool of a GPU model)")
+    if not args.start and not args.now:
+        raise UsageError("one of --start or --now is needed")
+    if args.end is None and args.hours is None:
+        raise UsageError("one of --end or --hours is needed")
     pool = resolve_pool(ctx, args.pool)
     start = None if args.now else ctx.time(args.start, "--start")
     if args.end:
@@ -330,6 +340,8 @@ def cmd_book(ctx: Context) -> int:
     lab = resolve_lab(ctx, args.lab)
     if lab is not None:
         body["lab"] = lab
+    if args.repeat:
+        return book_series(ctx, body)
     # One key for every retry of this booking: a retry after a lost response gets the first
     # booking back (200, Idempotent-Replayed) instead of booking twice.
     key = str(uuid.uuid4())
@@ -351,6 +363,106 @@ def cmd_book(ctx: Context) -> int:
         ctx.out("\n".join(booking_lines(ctx, booking)))
         if booking["status"] == "pending":
             ctx.out("Waiting for a lab admin's approval.")
+    return EXIT_OK
+
+
+def book_placement(ctx: Context) -> int:
+    """`--model`: the earliest window of that GPU model across the pools your lab may book
+    (POST /api/v1/bookings/place/), `--within A..B` (default: from now, as far as the pools book),
+    `--region` repeatable (default: any). Nothing fits: exit 2 with the alternatives listed."""
+    args = ctx.args
+    if args.pool:
+        raise UsageError("give a pool or --model, not both")
+    if args.hours is None:
+        raise UsageError("--model needs --hours")
+    if args.now or args.end or args.repeat:
+        raise UsageError("--model takes --hours and --within (or --start): no --now/--end/--repeat")
+    body: dict[str, Any] = {"gpu_model": args.model, "hours": f"{args.hours:g}"}
+    if args.within:
+        first, sep, last = args.within.partition("..")
+        if not sep or not first.strip() or not last.strip():
+            raise UsageError("--within: give START..END, e.g. 2027-03-15T09:00..2027-03-19T18:00")
+        body["after"] = ctx.time(first.strip(), "--within").isoformat()
+        body["before"] = ctx.time(last.strip(), "--within").isoformat()
+    elif args.start:
+        body["after"] = ctx.time(args.start, "--start").isoformat()
+    if args.region:
+        body["regions"] = [r.strip().lower() for r in args.region]
+    if args.purpose:
+        body["purpose"] = args.purpose
+    if args.jupyter:
+        body["jupyter"] = True
+    lab = resolve_lab(ctx, args.lab)
+    if lab is not None:
+        body["lab"] = lab
+    response = ctx.client.request(
+        "POST",
+        "/api/v1/bookings/place/",
+        json=body,
+        headers={"Idempotency-Key": str(uuid.uuid4())},
+        retry_unsafe=True,
+    )
+    booking = response.json()
+    if args.wait_ready:
+        if not ctx.json:
+            ctx.out(f"Booked #{booking['id']} in {booking['pool_name']}; waiting for the node…")
+        return wait_ready(ctx, booking)
+    if ctx.json:
+        ctx.emit_json(booking)
+    else:
+        ctx.out("\n".join(booking_lines(ctx, booking)))
+        if booking["status"] == "pending":
+            ctx.out("Waiting for a lab admin's approval.")
+    return EXIT_OK
+
+
+def book_series(ctx: Context, body: dict[str, Any]) -> int:
+    """`--repeat`: one request books every occurrence (POST /api/v1/series/); each is listed,
+    booked or refused with the server's reason. Exit 0 when any was booked."""
+    args = ctx.args
+    if "start" not in body:
+        raise UsageError("--repeat needs --start (the first occurrence)")
+    if (args.count is None) == (args.until is None):
+        raise UsageError("--repeat needs --count N or --until DATE (one of them)")
+    body = {**body, "frequency": args.repeat, "timezone": ctx.zone.key, "interval": args.every}
+    if args.count is not None:
+        body["count"] = args.count
+    if args.until:
+        body["until"] = args.until
+    if args.on:
+        body["weekdays"] = [day.strip().upper() for day in args.on.split(",") if day.strip()]
+    if args.day is not None:
+        body["month_day"] = args.day
+    if args.skip:
+        body["exceptions"] = [day.strip() for day in args.skip.split(",") if day.strip()]
+    if args.all_or_nothing:
+        body["all_or_nothing"] = True
+    key = str(uuid.uuid4())  # a retry after a lost response gets the same series back
+    series = ctx.client.request(
+        "POST", "/api/v1/series/", json=body, headers={"Idempotency-Key": key}, retry_unsafe=True
+    ).json()
+    if ctx.json:
+        ctx.emit_json(series)
+        return EXIT_OK
+    occurrences = series["occurrences"]
+    booked = [o for o in occurrences if o["booking"]]
+    ctx.out(
+        f"Series #{series['id']}: {len(booked)} of {len(occurrences)} booked "
+        f"({series['frequency']}, {series['timezone']})"
+    )
+    rows = [
+        [
+            str(o["booking"] or "-"),
+            o["status"],
+            ctx.show(o["start"]),
+            ctx.show(o["end"]),
+            o["message"] if not o["booking"] else "",
+        ]
+        for o in occurrences
+    ]
+    ctx.out(table(rows, ["ID", "STATUS", "START", "END", "REASON"]))
+    if any(o["status"] == "pending" for o in booked):
+        ctx.out("Waiting for a lab admin's approval (once, for the whole series).")
     return EXIT_OK
 
 
@@ -573,11 +685,11 @@ def build_parser() -> Parser:
     availability.add_argument("--duration", help="suggest free windows this long (4h, 90m)")
 
     book = command("book", cmd_book, "book a node")
-    book.add_argument("pool", help="pool id, slug or name")
-    when = book.add_mutually_exclusive_group(required=True)
-    when.add_argument("--start", help="ISO 8601, or local time")
+    book.add_argument("pool", nargs="?", help="pool id, slug or name (or --model)")
+    when = book.add_mutually_exclusive_group()
+    when.add_argument("--start", help="ISO 8601, or local time (with --model: not before)")
     when.add_argument("--now", action="store_true", help="start now (on demand)")
-    until = book.add_mutually_exclusive_group(required=True)
+    until = book.add_mutually_exclusive_group()
     until.add_argument("--end", help="ISO 8601, or local time")
     until.add_argument("--hours", type=float, help="length in hours")
     book.add_argument("--purpose", default="", help="shown to your lab")
@@ -600,6 +712,21 @@ def build_parser() -> Parser:
         "--timeout", type=float, default=1800.0, help="seconds --wait-ready waits (1800)"
     )
     book.add_argument("--poll-interval", type=float, default=5.0, help=argparse.SUPPRESS)
+    anywhere = book.add_argument_group("any pool of a GPU model, earliest (instead of a pool)")
+    anywhere.add_argument("--model", help="GPU model, e.g. MI300X: the earliest window in any pool")
+    anywhere.add_argument("--within", help="START..END: not before START, finished by END")
+    anywhere.add_argument("--region", action="append", help="only this region (repeatable)")
+    repeat = book.add_argument_group("repeat (a recurring series, in your time zone)")
+    repeat.add_argument("--repeat", choices=["daily", "weekly", "monthly"])
+    repeat.add_argument("--count", type=int, help="how many occurrences")
+    repeat.add_argument("--until", help="the last local day, YYYY-MM-DD")
+    repeat.add_argument("--every", type=int, default=1, help="every N days/weeks/months (1)")
+    repeat.add_argument("--on", help="weekly: days, e.g. MO,TH (default: the start's)")
+    repeat.add_argument("--day", type=int, help="monthly: day of the month (default: the start's)")
+    repeat.add_argument("--skip", help="local days to skip, e.g. 2027-04-01,2027-04-08")
+    repeat.add_argument(
+        "--all-or-nothing", action="store_true", help="book none unless every one fits"
+    )
 
     listing = command("list", cmd_list, "list bookings you can see")
     listing.add_argument("--status", action="append", choices=STATUSES, help="repeatable")
@@ -653,6 +780,24 @@ def print_error(error: CliError, ctx: Context | None) -> None:
         print(f"error: {error.code}: {error.message}", file=sys.stderr)
         for field, messages in (error.extra.get("fields") or {}).items():
             print(f"  {field}: {' '.join(map(str, messages))}", file=sys.stderr)
+        if error.code == "series_refused":
+            zone = ZoneInfo("UTC")
+            if ctx is not None:
+                with contextlib.suppress(CliError):
+                    zone = ctx.zone
+            for o in error.extra.get("occurrences") or []:
+                why = o.get("message") or "could be booked"
+                print(f"  {show(o['start'], zone)}  {o['status']}: {why}", file=sys.stderr)
+        if error.code == "no_placement" and error.extra.get("alternatives"):
+            zone = ZoneInfo("UTC")
+            if ctx is not None:
+                with contextlib.suppress(CliError):
+                    zone = ctx.zone
+            print("Alternatives:", file=sys.stderr)
+            for window in error.extra["alternatives"]:
+                start, end = show(window["start"], zone), show(window["end"], zone)
+                where = f"{window['pool_name']} ({window['region']})"
+                print(f"  {where}: {start} → {end}", file=sys.stderr)
         if error.code == "pool_full" and error.extra.get("next_free"):
             zone = ZoneInfo("UTC")
             if ctx is not None:

@@ -537,3 +537,73 @@ def test_volumes_delete_of_a_volume_in_use_exits_2_and_keeps_it(labgpu, live_ser
     assert refused.code == 2
     assert "volume_in_use" in refused.err
     assert Volume.objects.get(pk=used.pk).state == "attached"
+
+
+@live
+def test_book_repeat_weekly_count_books_a_series_and_lists_each_occurrence(
+    logged_in, alice, mallory, pool, quotas, tomorrow
+):
+    """`labgpu book … --repeat weekly --count 4`: one series, each occurrence a booking in the
+    table at the same local time; one the pool cannot hold is listed with the server's reason."""
+    local = tomorrow.astimezone(SHANGHAI).replace(tzinfo=None)
+    start_text = local.strftime("%Y-%m-%d %H:%M")
+    full = tomorrow + timedelta(days=14)
+    for _ in range(pool.capacity):
+        booking_create(user=mallory, pool=pool, start=full, end=full + timedelta(hours=1))
+    result = logged_in(
+        "book", "mi300x-tor1", "--start", start_text, "--hours", "1",
+        "--repeat", "weekly", "--count", "4",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    mine = Booking.objects.filter(user=alice).order_by("start")
+    assert [b.start for b in mine] == [tomorrow + timedelta(days=7 * i) for i in (0, 1, 3)]
+    assert {b.series_id for b in mine} != {None} and len({b.series_id for b in mine}) == 1
+    assert "3 of 4 booked" in result.out
+    assert "refused" in result.out and "fully booked" in result.out
+    assert f"{start_text}+08:00" in result.out
+
+    nothing = logged_in(
+        "book", "mi300x-tor1", "--start", full.isoformat(), "--hours", "1",
+        "--repeat", "daily", "--count", "2", "--all-or-nothing",
+    )  # fmt: skip
+    assert nothing.code == 2 and "series_refused" in nothing.err
+    assert "refused:" in nothing.err
+    assert Booking.objects.filter(user=alice).count() == 3
+    usage = logged_in(
+        "book", "mi300x-tor1", "--start", start_text, "--hours", "1", "--repeat", "daily"
+    )
+    assert usage.code == 1 and "--count" in usage.err
+
+
+@live
+def test_book_model_within_books_the_earliest_pool_of_the_model_or_lists_alternatives(
+    logged_in, alice, mallory, instance_type, pool, quotas, tomorrow
+):
+    """`labgpu book --model MI300X --hours 2 --within A..B --region atl1`: the earliest window of
+    the model in the asked region, a row in the table; nothing fits: exit 2, alternatives listed."""
+    from labgpu.catalog.tests.factories import NodePoolFactory
+
+    atl1 = NodePoolFactory(
+        instance_type=instance_type, region="atl1", name="MI300X atl1", slug="mi300x-atl1",
+        capacity=1, max_days_ahead=60,
+    )  # fmt: skip
+    local = tomorrow.astimezone(SHANGHAI).replace(tzinfo=None)
+    within = f"{local:%Y-%m-%d %H:%M}..{local + timedelta(hours=2):%Y-%m-%d %H:%M}"
+
+    booked = logged_in(
+        "book", "--model", "MI300X", "--hours", "2", "--within", within, "--region", "atl1"
+    )
+    assert booked.code == 0, booked.err
+    (mine,) = Booking.objects.filter(user=alice)
+    assert (mine.pool_id, mine.start) == (atl1.pk, tomorrow)
+    assert mine.end == tomorrow + timedelta(hours=2)
+    assert "MI300X atl1" in booked.out
+
+    full = logged_in(
+        "book", "--model", "MI300X", "--hours", "2", "--within", within, "--region", "atl1"
+    )
+    assert full.code == 2 and "no_placement" in full.err
+    assert "Alternatives:" in full.err and "MI300X tor1 (tor1)" in full.err
+    assert Booking.objects.filter(user=alice).count() == 1
+    assert logged_in("book", "--model", "MI300X", "--within", within).code == 1  # no --hours
+    assert logged_in("book", "mi300x-tor1", "--model", "MI300X", "--hours", "1").code == 1

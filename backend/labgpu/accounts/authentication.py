@@ -7,11 +7,16 @@ from rest_framework.request import Request
 
 from labgpu.accounts.models import ApiToken, User
 from labgpu.accounts.services import TOKEN_PREFIX, token_authenticate
+from labgpu.core.errors import CSRF_FAILED
+from labgpu.core.language import shown_language
 
 
 def speak_users_language(request: Request, user: User) -> None:
-    """Once the caller is known, answer in their profile's language; before that (signed out,
-    or refused), LocaleMiddleware has already chosen from Accept-Language."""
+    """Once the caller is known, answer in their profile's language, unless the page names the
+    language it shows (labgpu.core.language); before that (signed out, or refused),
+    LocaleMiddleware has already chosen from Accept-Language."""
+    if shown_language(request._request):
+        return  # the page names the language it shows: its reader reads that one
     if user.language:
         translation.activate(user.language)
         request._request.LANGUAGE_CODE = translation.get_language()
@@ -54,8 +59,11 @@ class CsrfCheckedSessionAuthentication(authentication.SessionAuthentication):
     def enforce_csrf(self, request: Request) -> None:
         try:
             super().enforce_csrf(request)
-        except exceptions.PermissionDenied as refused:
-            raise exceptions.PermissionDenied(str(refused.detail), code="csrf_failed") from None
+        except exceptions.PermissionDenied:
+            # Refused before authenticate() returned: speak the session user's language here.
+            speak_users_language(request, request._request.user)
+            # DRF's "CSRF Failed: <Django's reason>" is English only; one sentence for both paths.
+            raise exceptions.PermissionDenied(CSRF_FAILED, code="csrf_failed") from None
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

@@ -60,6 +60,9 @@ class Lab(BaseModel):
     )
     # An archived lab keeps its history (bookings, usage, quotas) but books nothing new.
     is_active = models.BooleanField(default=True)
+    # Whether the lab or one of its cost centres has a budget (kept by labgpu.budgets.services):
+    # loaded with the lab on every booking, so a lab without one pays no query for the budget rule.
+    has_budget = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return self.name
@@ -85,6 +88,14 @@ class Membership(BaseModel):
     # Who made this membership: "" a person (site admin, invitation), or the directory sync that
     # manages it ("oidc", "ldap"). A sync only ever changes or removes the ones it made.
     source = models.CharField(max_length=16, blank=True, default="")
+    # The cost centre the member's bookings carry unless they name another (labgpu.budgets).
+    default_cost_centre = models.ForeignKey(
+        "budgets.CostCentre",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="membership_defaults",
+    )
 
     class Meta:
         constraints = [

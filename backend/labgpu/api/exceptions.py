@@ -8,12 +8,15 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError, RestrictedError
 from django.http import Http404, JsonResponse
+from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from labgpu.core.errors import ApplicationError
+from labgpu.core.errors import CSRF_FAILED, ApplicationError
+from labgpu.core.language import shown_language
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +46,12 @@ def _validation_response(error: exceptions.ValidationError) -> Response:
             key: value if isinstance(value, list) else [value] for key, value in detail.items()
         }
         errors = fields.pop("non_field_errors", None)
-        field_names = ", ".join(fields) or "the request"
-        message = str(errors[0]) if errors else f"Invalid input in {field_names}."
+        if errors:
+            message = str(errors[0])
+        elif fields:
+            message = _("Invalid input in %(fields)s.") % {"fields": ", ".join(fields)}
+        else:
+            message = _("Invalid input in the request.")
         code = _first_code(detail) or "invalid"
         if code in {"invalid", "required", "null", "blank"} and len(fields) != 1:
             code = "invalid"
@@ -112,26 +119,39 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
-def _json_error(status_code: int, message: str, code: str) -> JsonResponse:
-    return JsonResponse(error_body(message, code), status=status_code)
+def _json_error(request, status_code: int, message: Any, code: str, extra=None) -> JsonResponse:  # type: ignore[no-untyped-def]
+    """An error body written outside DRF, in the reader's language: a signed-in person's
+    profile language (DRF's authentication never ran), else what LocaleMiddleware chose from
+    Accept-Language. `message` is lazy, so it is translated here."""
+    user = getattr(request, "user", None)
+    language = getattr(user, "language", "") if getattr(user, "is_authenticated", False) else ""
+    language = shown_language(request) or language
+    with translation.override(language or translation.get_language()):
+        body = error_body(str(message), code, extra)
+        response = JsonResponse(body, status=status_code)
+        response["Content-Language"] = translation.get_language()
+    return response
 
 
 # Django-level handlers, for errors raised outside DRF views (unknown /api/ URLs, crashes).
 def handler404(request, exception=None):  # type: ignore[no-untyped-def]
-    return _json_error(404, "Not found.", "not_found")
+    return _json_error(request, 404, gettext_lazy("Not found."), "not_found")
 
 
 def handler500(request):  # type: ignore[no-untyped-def]
-    return _json_error(500, "Something went wrong on our side. It has been logged.", "server_error")
+    message = gettext_lazy("Something went wrong on our side. It has been logged.")
+    return _json_error(request, 500, message, "server_error")
 
 
 def handler403(request, exception=None):  # type: ignore[no-untyped-def]
-    return _json_error(403, "You do not have permission to do that.", "permission_denied")
+    message = gettext_lazy("You do not have permission to do that.")
+    return _json_error(request, 403, message, "permission_denied")
 
 
 def handler400(request, exception=None):  # type: ignore[no-untyped-def]
-    return _json_error(400, "Bad request.", "bad_request")
+    return _json_error(request, 400, gettext_lazy("Bad request."), "bad_request")
 
 
 def csrf_failure(request, reason=""):  # type: ignore[no-untyped-def]
-    return _json_error(403, f"CSRF check failed: {reason}", "csrf_failed")
+    # Django's reason ("CSRF cookie not set.") is English and for developers: kept in extra.
+    return _json_error(request, 403, CSRF_FAILED, "csrf_failed", {"reason": reason})

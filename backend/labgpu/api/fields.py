@@ -7,14 +7,18 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 from django_filters.fields import IsoDateTimeField
 from rest_framework import serializers
 
 from labgpu.core.timeutils import EARLIEST_ACCEPTED, LATEST_ACCEPTED, accepted_moment
 
-OUT_OF_RANGE = (
-    f"Give a time between {EARLIEST_ACCEPTED:%Y-%m-%d} and {LATEST_ACCEPTED:%Y-%m-%d} (UTC)."
-)
+# Lazy, so each reader gets it in their language; DRF's fail() fills the {placeholders}.
+OUT_OF_RANGE = gettext_lazy("Give a time between {earliest} and {latest} (UTC).")
+RANGE = {"earliest": f"{EARLIEST_ACCEPTED:%Y-%m-%d}", "latest": f"{LATEST_ACCEPTED:%Y-%m-%d}"}
+# The same text filled in, still lazy: a filter's form field raises it without DRF's fail().
+OUT_OF_RANGE_FILLED = format_lazy(OUT_OF_RANGE, **RANGE)
 
 
 class AwareDateTimeField(serializers.DateTimeField):
@@ -22,7 +26,9 @@ class AwareDateTimeField(serializers.DateTimeField):
     the accepted range (core.timeutils), so no grid or month arithmetic can overflow."""
 
     default_error_messages = {
-        "naive_datetime": "Give the time zone offset, e.g. 2026-12-01T09:00:00+08:00 or …Z.",
+        "naive_datetime": gettext_lazy(
+            "Give the time zone offset, e.g. 2026-12-01T09:00:00+08:00 or …Z."
+        ),
         "datetime_out_of_range": OUT_OF_RANGE,
     }
 
@@ -38,7 +44,7 @@ class AwareDateTimeField(serializers.DateTimeField):
             self.fail("naive_datetime")
         moment = super().to_internal_value(value)
         if not accepted_moment(moment):
-            self.fail("datetime_out_of_range")
+            self.fail("datetime_out_of_range", **RANGE)
         return moment
 
 
@@ -50,7 +56,7 @@ class AcceptedDateField(serializers.DateField):
     def to_internal_value(self, value: object) -> date:
         day = super().to_internal_value(value)
         if not EARLIEST_ACCEPTED.date() <= day < LATEST_ACCEPTED.date():
-            self.fail("date_out_of_range")
+            self.fail("date_out_of_range", **RANGE)
         return day
 
 
@@ -70,7 +76,7 @@ class UtcIsoDateTimeField(IsoDateTimeField):
         except OverflowError:
             raise ValidationError(self.error_messages["invalid"], code="invalid") from None
         if not accepted_moment(moment):
-            raise ValidationError(OUT_OF_RANGE, code="datetime_out_of_range")
+            raise ValidationError(OUT_OF_RANGE_FILLED, code="datetime_out_of_range")
         return moment
 
 

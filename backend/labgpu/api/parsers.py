@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
@@ -47,26 +48,37 @@ def nesting_depth(text: str) -> int:
 def _finite_float(token: str) -> float:
     value = float(token)
     if not math.isfinite(value):
-        raise BodyRefused(f"The number {token[:40]} is out of range.", "number_out_of_range")
+        raise BodyRefused(
+            _("The number %(number)s is out of range.") % {"number": token[:40]},
+            "number_out_of_range",
+        )
     return value
 
 
 def _refuse_constant(token: str) -> None:
-    raise BodyRefused(f"{token} is not a JSON number.", "number_out_of_range")
+    raise BodyRefused(
+        _("%(token)s is not a JSON number.") % {"token": token}, "number_out_of_range"
+    )
 
 
 def loads_bounded(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """json.loads, after refusing deep nesting; non-finite numbers (1e400, NaN) are refused too."""
     if nesting_depth(text) > max_depth:
         raise BodyRefused(
-            f"JSON nested deeper than {max_depth} levels is not accepted.", "too_deeply_nested"
+            _("JSON nested deeper than %(depth)s levels is not accepted.") % {"depth": max_depth},
+            "too_deeply_nested",
         )
     try:
         return json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
     except BodyRefused:
         raise
     except (ValueError, RecursionError) as error:  # RecursionError cannot happen; belt and braces
-        raise BodyRefused(f"JSON parse error - {error}", "parse_error") from None
+        # Where, not Python's English description of what it expected.
+        where = {"line": getattr(error, "lineno", "?"), "column": getattr(error, "colno", "?")}
+        raise BodyRefused(
+            _("The body is not valid JSON (line %(line)s, column %(column)s).") % where,
+            "parse_error",
+        ) from None
 
 
 class SafeJSONParser(JSONParser):
@@ -82,12 +94,13 @@ class SafeJSONParser(JSONParser):
         raw = stream.read(limit + 1) if limit is not None else stream.read()
         if limit is not None and len(raw) > limit:
             raise ParseError(
-                f"The request body is larger than {limit} bytes.", code="request_too_large"
+                _("The request body is larger than %(limit)s bytes.") % {"limit": limit},
+                code="request_too_large",
             )
         try:
             text = raw.decode(encoding)
         except (UnicodeDecodeError, LookupError):
-            raise ParseError("The body is not valid UTF-8 JSON.", code="parse_error") from None
+            raise ParseError(_("The body is not valid UTF-8 JSON."), code="parse_error") from None
         try:
             return loads_bounded(text, max_depth=self.max_depth)
         except BodyRefused as refused:

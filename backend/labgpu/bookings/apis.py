@@ -19,7 +19,7 @@ from labgpu.bookings import services
 from labgpu.bookings.blackouts import blackout_clashes, blackout_create
 from labgpu.bookings.filters import BookingFilter
 from labgpu.bookings.free_windows import member_free_windows
-from labgpu.bookings.models import Booking, Notification
+from labgpu.bookings.models import Booking, BookingSeries, Notification
 from labgpu.bookings.notifications import notification_mark_read
 from labgpu.bookings.selectors import (
     availability_intervals,
@@ -29,6 +29,7 @@ from labgpu.bookings.selectors import (
     decision_context,
     next_free_windows,
     nodes_load,
+    series_visible_to,
     with_has_node,
 )
 from labgpu.bookings.serializers import (
@@ -52,7 +53,14 @@ from labgpu.bookings.serializers import (
     NotificationReadSerializer,
     NotificationSerializer,
     ReasonSerializer,
+    SeriesCancelSerializer,
+    SeriesChangedSerializer,
+    SeriesCreateSerializer,
+    SeriesDecisionSerializer,
+    SeriesMoveSerializer,
+    SeriesSerializer,
 )
+from labgpu.bookings.services import series as series_services
 from labgpu.catalog.apis import BlackoutViewSet as CatalogBlackoutViewSet
 from labgpu.catalog.models import NodePool
 from labgpu.catalog.selectors import pools_visible_to
@@ -130,6 +138,7 @@ class BookingViewSet(
             purpose=data.get("purpose", ""),
             lab=data.get("lab"),
             jupyter=data.get("jupyter", False),
+            cost_centre=data.get("cost_centre"),
             idempotency_key=key,
             # Only a request with a key is ever compared with another.
             request_fingerprint=services.idempotency_fingerprint(
@@ -421,3 +430,166 @@ def _booking_membership(user: User, lab_id: int | None) -> Membership | None:
             _("You are in several labs: say which one books."), code="lab_required", field="lab"
         )
     return memberships[0] if memberships else None
+
+
+class SeriesViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Recurring series: one request books every occurrence (each through the booking rules)
+    and answers with each one booked or refused; see services/series.py."""
+
+    queryset = BookingSeries.objects.none()
+    serializer_class = SeriesSerializer
+
+    def token_scope(self, request: Request) -> str | None:
+        return "book" if self.action in {"create", "cancel", "move"} else None
+
+    def get_queryset(self) -> QuerySet[BookingSeries]:
+        if getattr(self, "swagger_fake_view", False):
+            return BookingSeries.objects.none()
+        return series_visible_to(self.request.user).order_by("-created_at", "-id")
+
+    @staticmethod
+    def _data(series: BookingSeries, listed: list | None = None) -> dict:
+        if listed is None:
+            listed = series_services.series_occurrences(series)
+        context = {"occurrences": [series_services.occurrence_payload(o) for o in listed]}
+        return SeriesSerializer(series, context=context).data
+
+    def _answer(self, series: BookingSeries) -> Response:
+        return Response(self._data(series))
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        assert page is not None
+        return self.get_paginated_response([self._data(series) for series in page])
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return self._answer(self.get_object())
+
+    @extend_schema(
+        request=SeriesCreateSerializer,
+        responses={201: SeriesSerializer, 200: SeriesSerializer},
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                description="Retrying with the same key returns the original series (200).",
+            )
+        ],
+    )
+    def create(self, request: Request) -> Response:
+        """Book a recurring series. 201 with every occurrence (booked, or refused with the rule's
+        code and message); 409 `series_refused` (each occurrence listed in `extra.occurrences`)
+        when nothing could be booked, or any occurrence could not with `all_or_nothing`."""
+        body = SeriesCreateSerializer(data=request.data, context={"request": request})
+        body.is_valid(raise_exception=True)
+        key = request.headers.get("Idempotency-Key", "").strip() or None
+        if key and len(key) > 255:
+            raise ApplicationError(
+                _("Idempotency-Key is at most 255 characters."), code="invalid_idempotency_key"
+            )
+        data = body.validated_data
+        recurrence = series_services.recurrence_of(
+            frequency=data["frequency"],
+            timezone=data.get("timezone") or request.user.timezone or "UTC",
+            interval=data.get("interval", 1),
+            weekdays=data.get("weekdays"),
+            month_day=data.get("month_day"),
+            count=data.get("count"),
+            until=data.get("until"),
+            exceptions=data.get("exceptions"),
+        )
+        result = series_services.series_create(
+            user=request.user,
+            pool=data["pool"],
+            start=data["start"],
+            end=data["end"],
+            recurrence=recurrence,
+            purpose=data.get("purpose", ""),
+            lab=data.get("lab"),
+            jupyter=data.get("jupyter", False),
+            all_or_nothing=data.get("all_or_nothing", False),
+            cost_centre=data.get("cost_centre"),
+            idempotency_key=key,
+            request_fingerprint=services.idempotency_fingerprint(
+                {"series": {name: getattr(v, "pk", v) for name, v in data.items()}}
+            )
+            if key
+            else "",
+        )
+        series = result.series
+        headers = {"Location": f"/api/v1/series/{series.pk}/"}
+        if not result.created:
+            headers["Idempotent-Replayed"] = "true"
+        return Response(
+            self._data(series, result.occurrences),
+            headers=headers,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+    def _from_booking(self, series: BookingSeries, pk: int | None) -> Booking | None:
+        if pk is None:
+            return None
+        booking = Booking.objects.filter(pk=pk, series=series).first()
+        if booking is None:
+            raise ApplicationError(
+                _("That booking is not an occurrence of this series."),
+                code="not_in_series",
+                field="from_booking",
+            )
+        return booking
+
+    @extend_schema(request=SeriesCancelSerializer, responses=SeriesSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str) -> Response:
+        """Cancel an occurrence and every later one (`from_booking`), or all not yet started."""
+        series = self.get_object()
+        body = SeriesCancelSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        series_services.series_cancel(
+            actor=request.user,
+            series=series,
+            from_booking=self._from_booking(series, body.validated_data.get("from_booking")),
+            reason=body.validated_data["reason"],
+        )
+        return self._answer(series)
+
+    @extend_schema(request=SeriesMoveSerializer, responses=SeriesChangedSerializer)
+    @action(detail=True, methods=["post"])
+    def move(self, request: Request, pk: str) -> Response:
+        """Move an occurrence and the later ones not yet started (shift on the series' wall
+        clock, new length); each through every rule, a refused one keeps its times (listed)."""
+        series = self.get_object()
+        body = SeriesMoveSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        from_booking = self._from_booking(series, body.validated_data["from_booking"])
+        assert from_booking is not None
+        outcomes = series_services.series_move(
+            actor=request.user,
+            series=series,
+            from_booking=from_booking,
+            shift_minutes=body.validated_data["shift_minutes"],
+            duration_minutes=body.validated_data.get("duration_minutes"),
+        )
+        return Response({"occurrences": [series_services.occurrence_payload(o) for o in outcomes]})
+
+    def _decide(self, request: Request, approve: bool) -> Response:
+        series = self.get_object()
+        body = DecisionReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        decision = series_services.series_decide(
+            actor=request.user, series=series, approve=approve, reason=body.validated_data["reason"]
+        )
+        return Response(vars(decision))
+
+    @extend_schema(request=DecisionReasonSerializer, responses=SeriesDecisionSerializer)
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: str) -> Response:
+        """Approve every pending occurrence at once (a lab admin of the series' lab)."""
+        return self._decide(request, approve=True)
+
+    @extend_schema(request=DecisionReasonSerializer, responses=SeriesDecisionSerializer)
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: str) -> Response:
+        """Reject every pending occurrence at once (say why)."""
+        return self._decide(request, approve=False)

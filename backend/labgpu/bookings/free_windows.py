@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from labgpu.accounts.models import Membership, User
 from labgpu.bookings.models import Booking
-from labgpu.bookings.selectors import next_free_windows
+from labgpu.bookings.selectors import WindowSearch, next_free_windows
 from labgpu.bookings.services.rules import check_member_limits
 from labgpu.bookings.services.snapshot import Ask, BookingSnapshot
 from labgpu.catalog.models import NodePool
@@ -35,11 +35,16 @@ def member_free_windows(
     duration: timedelta,
     after: datetime | None = None,
     count: int = 5,
+    before: datetime | None = None,
+    search: WindowSearch | None = None,
 ) -> list[FreeWindow]:
-    """The pool's next `count` free windows of `duration`, each with the refusal the member's own
-    limits in `membership`'s lab would give it. Two statements at most beyond the window search:
-    the member's bookings around the windows are read once, not per window."""
-    windows = next_free_windows(pool, duration=duration, after=after, count=count)
+    """The pool's next `count` free windows of `duration` (ending by `before` when given), each
+    with the refusal the member's own limits in `membership`'s lab would give it. Two statements
+    at most beyond the window search: the member's bookings around the windows are read once,
+    not per window."""
+    windows = next_free_windows(
+        pool, duration=duration, after=after, count=count, before=before, search=search
+    )
     if (
         not windows
         or membership is None

@@ -58,6 +58,57 @@ def bigint(value: int) -> Cast:
     return Cast(Value(value), output_field=BigIntegerField())
 
 
+class BookingSeries(BaseModel):
+    """A recurring booking: the rule one request asked for, and what its occurrences were told.
+
+    The occurrences are ordinary bookings (`Booking.series`), each checked by the one rulebook
+    when the series was made (services/series.py); the rule is kept to show and to describe the
+    series, not to book from again. The wall-clock time of `first_start` in `timezone` is each
+    occurrence's local start (DST-correct), `duration_minutes` its length.
+    """
+
+    class Frequency(models.TextChoices):
+        DAILY = "daily", _("Daily")
+        WEEKLY = "weekly", _("Weekly")
+        MONTHLY = "monthly", _("Monthly")
+
+    lab = models.ForeignKey("accounts.Lab", on_delete=models.PROTECT, related_name="series")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="booking_series"
+    )
+    pool = models.ForeignKey("catalog.NodePool", on_delete=models.PROTECT, related_name="series")
+    frequency = models.CharField(max_length=8, choices=Frequency.choices)
+    interval = models.PositiveSmallIntegerField(default=1)
+    weekdays = models.JSONField(default=list, blank=True)  # ["MO", "TH"]: weekly only
+    month_day = models.PositiveSmallIntegerField(null=True, blank=True)  # monthly only
+    timezone = models.CharField(max_length=64)
+    first_start = models.DateTimeField()
+    duration_minutes = models.PositiveIntegerField()
+    count = models.PositiveSmallIntegerField(null=True, blank=True)
+    until = models.DateField(null=True, blank=True)
+    exceptions = models.JSONField(default=list, blank=True)  # local dates skipped, ISO strings
+    purpose = models.CharField(max_length=500, blank=True)
+    all_or_nothing = models.BooleanField(default=False)
+    # The occurrences the rules refused when the series was made: [{start, end, code, message}].
+    refused = models.JSONField(default=list, blank=True)
+    # Idempotency-Key of the request that made it (empty once forgotten: services/series.py).
+    idempotency_key = models.CharField(max_length=255, blank=True)
+    request_fingerprint = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="series_unique_user_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Series #{self.pk} {self.pool} {self.frequency}"
+
+
 class Booking(BaseModel):
     """A lab's reservation of one node of a pool for [start, end).
 
@@ -69,6 +120,8 @@ class Booking(BaseModel):
 
     class Status(models.TextChoices):
         PENDING = "pending", _("Pending approval")
+        # Held for a waitlist entry (labgpu.waitlist) until its owner takes it or the offer lapses.
+        OFFERED = "offered", _("Offered from the waitlist")
         SCHEDULED = "scheduled", _("Scheduled")
         PROVISIONING = "provisioning", _("Provisioning")
         READY = "ready", _("Ready")
@@ -80,6 +133,7 @@ class Booking(BaseModel):
         FAILED = "failed", _("Failed")
 
     LIVE_STATUSES = (
+        Status.OFFERED,
         Status.PENDING,
         Status.SCHEDULED,
         Status.PROVISIONING,
@@ -87,7 +141,7 @@ class Booking(BaseModel):
         Status.ENDING,
     )
     # Statuses before provisioning: no node exists yet.
-    NODELESS_STATUSES = (Status.PENDING, Status.SCHEDULED)
+    NODELESS_STATUSES = (Status.OFFERED, Status.PENDING, Status.SCHEDULED)
     # Statuses whose hours count as consumed rather than committed (the node exists or existed).
     CONSUMING_STATUSES = (Status.ENDING, Status.COMPLETED)
     # Statuses whose hours count against a quota (the partial index of migration 0007 lists them).
@@ -104,6 +158,14 @@ class Booking(BaseModel):
     # Until then the booking ends at `end` but holds its slot up to this end (reserved_end).
     pending_end = models.DateTimeField(null=True, blank=True)
     purpose = models.CharField(max_length=500, blank=True)
+    # The grant or project code the booking is paid from (labgpu.budgets), of the booking's lab.
+    cost_centre = models.ForeignKey(
+        "budgets.CostCentre",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="bookings",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
     on_demand = models.BooleanField(default=False)
@@ -146,6 +208,15 @@ class Booking(BaseModel):
     # JupyterLab on the node (issue 15): its per-booking token is random, sealed at rest
     # (core.sealed), made when the node's agent first asks for it, and shown only to the owner.
     jupyter = models.BooleanField(default=False)
+    # The recurring series this booking is an occurrence of (issue 25), if any.
+    series = models.ForeignKey(
+        BookingSeries,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="bookings",
+        db_index=False,  # the partial index below: a single booking's insert maintains none
+    )
     notebook_token_sealed = models.TextField(blank=True, editable=False)
 
     class Meta:
@@ -154,6 +225,11 @@ class Booking(BaseModel):
             models.Index(fields=["pool", "reserved_start", "reserved_end"]),
             models.Index(fields=["lab", "start"]),
             models.Index(fields=["user", "start"]),
+            models.Index(
+                fields=["series", "start"],
+                condition=Q(series__isnull=False),
+                name="booking_series_start",
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(end__gt=F("start")), name="booking_end_after_start"),

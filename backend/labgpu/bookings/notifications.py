@@ -9,7 +9,7 @@ Central zone to others), and with a link to the booking in the web app.
 
 import logging
 import zoneinfo
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -66,9 +66,11 @@ def _send(  # type: ignore[no-untyped-def]
         logger.exception("could not email %s: %s", user.username, subject)
 
 
-def notify_person(user, subject: str, body: str) -> None:  # type: ignore[no-untyped-def]
-    """A message for `user` that is about no booking: mailed and kept in their list."""
-    _send(user, subject, body)
+def notify_person(  # type: ignore[no-untyped-def]
+    user, subject: str, body: str, booking: Booking | None = None
+) -> None:
+    """A message for `user` (about `booking`, if any): mailed and kept in their list."""
+    _send(user, subject, body, booking)
 
 
 def _chat(event: str, booking: Booking, *, to_lab: bool = False, **context: object) -> None:
@@ -275,6 +277,43 @@ def quota_threshold(*, lab, instance_type, month, percent: int, recipients) -> N
         chat_notify("quota_threshold", user=user, context=context)
 
 
+def _period_text(start: datetime, end: datetime) -> str:
+    last = end - timedelta(days=1)
+    if start.day == 1 and end.day == 1 and last.month == start.month:
+        return start.strftime("%Y-%m")
+    return f"{start:%Y-%m-%d} – {last:%Y-%m-%d}"
+
+
+def budget_threshold(  # type: ignore[no-untyped-def]
+    *, lab, scope: str, percent: int, amount, currency: str, period_start, period_end, recipients
+) -> None:
+    """A budget period reached 50, 80 or 100 % (consumed + forecast + committed; once each)."""
+    period = _period_text(period_start, period_end)
+    for user in recipients:
+        with translation.override(user.language):
+            subject = _("%(scope)s has reached %(percent)s%% of its budget for %(period)s") % {
+                "scope": scope,
+                "percent": percent,
+                "period": period,
+            }
+            body = _(
+                "Consumed, running and booked GPU time comes to %(percent)s%% of "
+                "%(amount)s %(currency)s. Lab admins can raise the budget in LabGPU."
+            ) % {"percent": percent, "amount": amount, "currency": currency}
+        _send(user, subject, body)
+    context = {
+        "lab": lab.name,
+        "scope": scope,
+        "percent": percent,
+        "amount": str(amount),
+        "currency": currency,
+        "period": period,
+    }
+    chat_notify("budget_threshold", lab=lab, context=context)
+    for user in recipients:
+        chat_notify("budget_threshold", user=user, context=context)
+
+
 def volume_near_full(  # type: ignore[no-untyped-def]
     *, volume: str, region: str, size_gb: int, percent: int, lab, recipients
 ) -> None:
@@ -369,3 +408,55 @@ def notification_mark_read(  # type: ignore[no-untyped-def]
     if notification_id is not None:
         unread = unread.filter(pk=notification_id)
     return unread.update(read_at=now())
+
+
+def series_approval_needed(series, pending: list[Booking]) -> None:  # type: ignore[no-untyped-def]
+    """A series' pending occurrences wait for one decision: its lab admins are mailed once (not
+    once per occurrence) and the lab's chat hears of it, from the first start to the last end."""
+    first, last = pending[0], pending[-1]
+    context = {
+        "booking_id": first.pk,
+        "user": first.user.get_full_name() or first.user.username,
+        "pool": first.pool.name,
+        "start": first.start,
+        "end": last.end,
+        "url": booking_url(first),
+    }
+    chat_notify("approval_needed", lab=first.lab, context=context)
+    admins = Membership.objects.filter(
+        lab_id=first.lab_id, role=Membership.Role.LAB_ADMIN, user__is_active=True
+    ).select_related("user")
+    for membership in admins:
+        admin = membership.user
+        if admin.pk == first.user_id and not settings.LABGPU_ALLOW_SELF_APPROVAL:
+            continue
+        with translation.override(admin.language):
+            subject = _("A series of %(count)s bookings waits for your approval") % {
+                "count": len(pending)
+            }
+            body = _("%(user)s, %(pool)s, %(start)s – %(end)s. %(refused)s refused.") % {
+                "user": context["user"],
+                "pool": first.pool.name,
+                "start": local_time(first.start, admin),
+                "end": local_time(last.end, admin),
+                "refused": len(series.refused),
+            }
+            body = _with_link(body, first)
+        _send(admin, subject, body, first)
+
+
+def series_decided(series, *, approved: bool, count: int) -> None:  # type: ignore[no-untyped-def]
+    user = series.user
+    first = series.bookings.order_by("start").first()
+    with translation.override(user.language):
+        if approved:
+            subject = _("Your series of %(count)s bookings was approved") % {"count": count}
+        else:
+            subject = _("Your series of %(count)s bookings was rejected") % {"count": count}
+        body = _("%(pool)s, from %(start)s.") % {
+            "pool": series.pool.name,
+            "start": local_time(series.first_start, user),
+        }
+        if first is not None:
+            body = _with_link(body, first)
+    _send(user, subject, body, first)

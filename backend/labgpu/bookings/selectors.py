@@ -18,7 +18,7 @@ from django.db.models import (
 
 from labgpu.accounts.models import User
 from labgpu.accounts.selectors import admin_lab_ids_of, lab_ids_of
-from labgpu.bookings.models import Booking, utc_iso_sql
+from labgpu.bookings.models import Booking, BookingSeries, utc_iso_sql
 from labgpu.catalog.models import Blackout, NodePool
 from labgpu.core.timeutils import (
     ceil_to_grid,
@@ -52,6 +52,14 @@ def bookings_visible_to(user: User) -> QuerySet[Booking]:
     if user.is_site_admin:
         return bookings
     return bookings.filter(lab_id__in=lab_ids_of(user))
+
+
+def series_visible_to(user: User) -> QuerySet[BookingSeries]:
+    """As bookings_visible_to: site admins see every series, others their own labs' (I-6)."""
+    series = BookingSeries.objects.select_related("lab", "user", "pool")
+    if user.is_site_admin:
+        return series
+    return series.filter(lab_id__in=lab_ids_of(user))
 
 
 def with_has_node(bookings: QuerySet[Booking]) -> QuerySet[Booking]:
@@ -246,6 +254,40 @@ WINDOW_BATCH = 256  # the most live reservations read per round trip while looki
 FIRST_WINDOW_BATCH = 32
 
 
+@dataclass(frozen=True, slots=True)
+class WindowSearch:
+    """Where a window search of a pool looks: starts in [earliest, horizon], reading live
+    reservations over [read_start, read_end); with the first batch of them when read already."""
+
+    earliest: datetime
+    horizon: datetime
+    read_start: datetime
+    read_end: datetime
+    first_batch: list[tuple[datetime, datetime, int]] | None = None
+
+
+def window_search(
+    pool: NodePool,
+    *,
+    duration: timedelta,
+    after: datetime | None = None,
+    before: datetime | None = None,
+    moment: datetime | None = None,
+) -> WindowSearch | None:
+    """The span `next_free_windows` searches for `duration` from `after` (default now) on, ending
+    by `before` and starting within the pool's booking horizon; None when that is empty."""
+    moment = moment or now()
+    earliest = max(after or moment, moment)
+    horizon = moment + timedelta(days=pool.max_days_ahead)  # the latest start a window may have
+    if before is not None:
+        horizon = min(horizon, before - duration)
+    if earliest > horizon:
+        return None
+    lead = timedelta(minutes=pool.provisioning_lead_minutes)
+    grace = timedelta(minutes=pool.teardown_grace_minutes)
+    return WindowSearch(earliest, horizon, earliest - lead, horizon + duration + grace)
+
+
 def next_free_windows(
     pool: NodePool,
     *,
@@ -253,8 +295,11 @@ def next_free_windows(
     after: datetime | None = None,
     count: int = 5,
     exclude_id: int | None = None,
+    before: datetime | None = None,
+    search: WindowSearch | None = None,
 ) -> list[Period]:
-    """The earliest `count` [start, end) windows of `duration` that the pool could still take.
+    """The earliest `count` [start, end) windows of `duration` that the pool could still take
+    (ending by `before` when given: a placement's latest end, which also bounds the read).
 
     Candidates are the grid-aligned earliest start and every moment a node frees up (a reservation
     or a blackout ends), since a window can only open there. The live reservations are read in
@@ -262,12 +307,15 @@ def next_free_windows(
     (the blackouts with the first batch, in one round trip): a `pool_full` answer reads what lies
     near the asked time, not every live booking of the next year, and windows found among the
     first few reservations (or a pool whose bookings all fit in the first batch) cost one statement.
+
+    `search`: the span and first batch already read for this pool (`window_search`), as a search
+    across many pools reads every pool's first batch in one statement (bookings/placement).
     """
-    moment = now()
-    earliest = max(after or moment, moment)
-    horizon = moment + timedelta(days=pool.max_days_ahead)  # the latest start a window may have
-    if earliest > horizon:
+    if search is None:
+        search = window_search(pool, duration=duration, after=after, before=before)
+    if search is None:
         return []
+    earliest, horizon = search.earliest, search.horizon
     lead = timedelta(minutes=pool.provisioning_lead_minutes)
     grace = timedelta(minutes=pool.teardown_grace_minutes)
     grid = pool.granularity_minutes
@@ -279,15 +327,18 @@ def next_free_windows(
     windows: list[Period] = []
     limit = min(FIRST_WINDOW_BATCH, WINDOW_BATCH)
     while True:
-        batch = _reservations_batch(
-            pool,
-            earliest - lead,
-            horizon + duration + grace,
-            after=last,
-            limit=limit,
-            with_blackouts=last is None,
-            exclude_id=exclude_id,
-        )
+        if last is None and search.first_batch is not None and exclude_id is None:
+            batch = search.first_batch
+        else:
+            batch = _reservations_batch(
+                pool,
+                earliest - lead,
+                horizon + duration + grace,
+                after=last,
+                limit=limit,
+                with_blackouts=last is None,
+                exclude_id=exclude_id,
+            )
         read = 0
         for r_start, r_end, pk in batch:
             if pk == BLACKOUT:
@@ -375,7 +426,7 @@ _START, _END = utc_iso_sql('b."start"'), utc_iso_sql('b."end"')
 _R_START, _R_END = utc_iso_sql("b.reserved_start"), utc_iso_sql("b.reserved_end")
 BUSY_SQL = f"""
     SELECT b.id, {_START}, {_END}, {_R_START}, {_R_END},
-           b.status, b.user_id, b.lab_id, lab.name, lab.slug,
+           b.status, b.user_id, b.lab_id, lab.name, lab.slug, b.series_id,
            %(site_admin)s OR EXISTS (
                SELECT 1 FROM accounts_membership m
                 WHERE m.user_id = %(user)s AND m.lab_id = b.lab_id
@@ -417,8 +468,23 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
             "mine": user_id == me,
             "booking": pk if own else None,
             "lab": {"id": lab_id, "name": name, "slug": slug} if own else None,
+            # Which series it is an occurrence of: only for the user's own labs (I-6).
+            "series": series if own else None,
         }
-        for pk, b_start, b_end, r_start, r_end, status, user_id, lab_id, name, slug, own in rows
+        for (
+            pk,
+            b_start,
+            b_end,
+            r_start,
+            r_end,
+            status,
+            user_id,
+            lab_id,
+            name,
+            slug,
+            series,
+            own,
+        ) in rows
     ]
 
 

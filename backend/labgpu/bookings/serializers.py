@@ -1,6 +1,8 @@
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from labgpu.accounts.models import Lab
@@ -8,7 +10,8 @@ from labgpu.accounts.selectors import labs_visible_to
 from labgpu.accounts.serializers import LabSummarySerializer, UserSummarySerializer
 from labgpu.api.fields import AwareDateTimeField, OwnPrimaryKeyRelatedField
 from labgpu.api.serializers import CachedFieldsModelSerializer, CachedFieldsSerializer
-from labgpu.bookings.models import Booking, Notification
+from labgpu.bookings.models import Booking, BookingSeries, Notification
+from labgpu.bookings.recurrence import MAX_OCCURRENCES, WEEKDAYS
 from labgpu.core.reasons import reason_in_language
 from labgpu.core.timeutils import iso
 
@@ -66,10 +69,12 @@ class BookingSerializer(CachedFieldsModelSerializer):
             "end",
             "pending_end",
             "purpose",
+            "cost_centre",
             "status",
             "status_changed_at",
             "on_demand",
             "jupyter",
+            "series",
             "gpu_count",
             "price_per_hour",
             "gpu_hours",
@@ -134,10 +139,12 @@ def booking_representation(booking: Booking) -> dict[str, Any]:
         "end": iso(booking.end),
         "pending_end": _moment(booking.pending_end),
         "purpose": booking.purpose,
+        "cost_centre": booking.cost_centre_id,
         "status": booking.status,
         "status_changed_at": _moment(booking.status_changed_at),
         "on_demand": booking.on_demand,
         "jupyter": booking.jupyter,
+        "series": booking.series_id,
         "gpu_count": booking.gpu_count,
         "price_per_hour": _decimal(booking.price_per_hour, FOUR_PLACES),
         "gpu_hours": _decimal(booking.gpu_hours, CENTS),
@@ -191,6 +198,13 @@ class BookingCreateSerializer(CachedFieldsSerializer):
     )
     jupyter = serializers.BooleanField(
         required=False, default=False, help_text="Start JupyterLab on the node (loopback only)."
+    )
+    cost_centre = serializers.IntegerField(
+        min_value=1,
+        max_value=2**63 - 1,
+        required=False,
+        allow_null=True,
+        help_text="A cost centre of the booking's lab; omitted: the member's default.",
     )
 
 
@@ -256,6 +270,9 @@ class BusyBlockSerializer(serializers.Serializer):
     mine = serializers.BooleanField(read_only=True)
     booking = serializers.IntegerField(read_only=True, allow_null=True)
     lab = serializers.DictField(read_only=True, allow_null=True)
+    series = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="Its series, for your own labs' bookings."
+    )
 
 
 class AvailabilityQuerySerializer(CachedFieldsSerializer):
@@ -270,7 +287,7 @@ class AvailabilityQuerySerializer(CachedFieldsSerializer):
                 {
                     "end": [
                         serializers.ErrorDetail(
-                            "The end must be after the start.", code="end_before_start"
+                            _("The end must be after the start."), code="end_before_start"
                         )
                     ]
                 }
@@ -280,7 +297,8 @@ class AvailabilityQuerySerializer(CachedFieldsSerializer):
                 {
                     "end": [
                         serializers.ErrorDetail(
-                            "Ask for at most 92 days at once.", code="range_too_long"
+                            _("Ask for at most %(days)s days at once.") % {"days": 92},
+                            code="range_too_long",
                         )
                     ]
                 }
@@ -417,3 +435,164 @@ class FreeWindowSerializer(serializers.Serializer):
         help_text="Why a booking of this window would be refused by your own limits in the lab "
         "(hours per week, bookings at a time); null when it would not.",
     )
+
+
+class SeriesCreateSerializer(BookingCreateSerializer):
+    """A recurring booking: the first occurrence's [start, end) and how it repeats."""
+
+    start = AwareDateTimeField(
+        help_text="The first occurrence's start; its wall-clock time in "
+        "`timezone` is every occurrence's."
+    )
+    frequency = serializers.ChoiceField(choices=BookingSeries.Frequency.choices)
+    interval = serializers.IntegerField(
+        min_value=1,
+        max_value=52,
+        required=False,
+        default=1,
+        help_text="Every N days, weeks or months.",
+    )
+    weekdays = serializers.ListField(
+        child=serializers.ChoiceField(choices=WEEKDAYS),
+        required=False,
+        max_length=7,
+        help_text="Weekly: the days (default: the first start's).",
+    )
+    month_day = serializers.IntegerField(
+        min_value=1,
+        max_value=31,
+        required=False,
+        allow_null=True,
+        help_text="Monthly: the day of the month (default: the first start's); months without "
+        "it are skipped.",
+    )
+    count = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_OCCURRENCES,
+        required=False,
+        allow_null=True,
+        help_text=f"How many occurrences (at most {MAX_OCCURRENCES}); or give `until`.",
+    )
+    until = serializers.DateField(
+        required=False, allow_null=True, help_text="The last local day an occurrence may start."
+    )
+    exceptions = serializers.ListField(
+        child=serializers.DateField(),
+        required=False,
+        max_length=366,
+        help_text="Local days to skip.",
+    )
+    timezone = serializers.CharField(
+        max_length=64, required=False, help_text="Default: your profile's time zone."
+    )
+    all_or_nothing = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Book nothing unless every occurrence can be booked.",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if not attrs.get("count") and not attrs.get("until"):
+            raise serializers.ValidationError(
+                {
+                    "count": [
+                        serializers.ErrorDetail(
+                            _("Give count or until: how the series ends."), code="required"
+                        )
+                    ]
+                }
+            )
+        if attrs.get("count") and attrs.get("until"):
+            raise serializers.ValidationError(
+                {
+                    "until": [
+                        serializers.ErrorDetail(_("Give count or until, not both."), code="invalid")
+                    ]
+                }
+            )
+        return attrs
+
+
+class OccurrenceSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    booking = serializers.IntegerField(allow_null=True)
+    status = serializers.CharField(
+        help_text="The booking's status, or `refused` (the rules said no: `code`, `message`)."
+    )
+    code = serializers.CharField(help_text="Why the rules refused it (empty when booked).")
+    message = serializers.CharField()
+
+
+class SeriesSerializer(serializers.ModelSerializer):
+    lab = LabSummarySerializer(read_only=True)
+    user = UserSummarySerializer(read_only=True)
+    pool_name = serializers.CharField(source="pool.name", read_only=True)
+    occurrences = serializers.SerializerMethodField()
+
+    class Meta:
+        model = BookingSeries
+        fields = [
+            "id",
+            "pool",
+            "pool_name",
+            "lab",
+            "user",
+            "frequency",
+            "interval",
+            "weekdays",
+            "month_day",
+            "timezone",
+            "first_start",
+            "duration_minutes",
+            "count",
+            "until",
+            "exceptions",
+            "purpose",
+            "all_or_nothing",
+            "occurrences",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(OccurrenceSerializer(many=True))
+    def get_occurrences(self, series: BookingSeries) -> list[dict]:
+        """Each occurrence, booked or refused (the view lists them: services.series)."""
+        return self.context["occurrences"]
+
+
+class SeriesCancelSerializer(serializers.Serializer):
+    from_booking = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Cancel this occurrence and the later ones (default: all not yet started).",
+    )
+    reason = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="")
+
+
+class SeriesMoveSerializer(serializers.Serializer):
+    from_booking = serializers.IntegerField(help_text="This occurrence and the later ones.")
+    shift_minutes = serializers.IntegerField(
+        min_value=-60 * 24 * 7,
+        max_value=60 * 24 * 7,
+        required=False,
+        default=0,
+        help_text="Move each start by this much on the series' wall clock.",
+    )
+    duration_minutes = serializers.IntegerField(
+        min_value=1,
+        max_value=60 * 24 * 90,
+        required=False,
+        allow_null=True,
+        help_text="A new length for each.",
+    )
+
+
+class SeriesChangedSerializer(serializers.Serializer):
+    occurrences = OccurrenceSerializer(many=True)
+
+
+class SeriesDecisionSerializer(serializers.Serializer):
+    approved = serializers.ListField(child=serializers.IntegerField())
+    rejected = serializers.ListField(child=serializers.IntegerField())
+    expired = serializers.ListField(child=serializers.IntegerField())

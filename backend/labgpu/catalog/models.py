@@ -1,6 +1,7 @@
 import os
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -22,6 +23,8 @@ ENV_VAR_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 MAX_CAPACITY = 1000
 DAY_MINUTES = 24 * 60
 YEAR_MINUTES = 366 * DAY_MINUTES
+#: "The maximum size for a volume is 16TiB." (DigitalOcean, Block Storage)
+MAX_VOLUME_GB = 16 * 1024
 
 
 def validate_env_var_name(value: str) -> None:  # referenced by migration 0001 only
@@ -200,6 +203,11 @@ class NodePool(BaseModel):
         default=5, validators=[MaxValueValidator(DAY_MINUTES)]
     )
     requires_approval = models.BooleanField(default=False)
+    # How long a slot freed for the waitlist is held for the entry it is offered to
+    # (labgpu.waitlist) before it passes to the next entry.
+    waitlist_hold_minutes = models.PositiveSmallIntegerField(
+        default=15, validators=[MinValueValidator(1), MaxValueValidator(DAY_MINUTES)]
+    )
     # Idle reclaim (issue 15): after this many minutes with every GPU idle and no SSH session the
     # owner is warned; `idle_grace_minutes` later, still idle and not kept, the booking ends early.
     # None: off (the default).
@@ -249,6 +257,15 @@ class NodePool(BaseModel):
             "own, or one shared by the booking's lab."
         ),
     )
+    max_volume_gb = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_VOLUME_GB)],
+        help_text=_(
+            "The largest volume (GB) researchers may create or grow in this pool; empty: the "
+            "site's default limit."
+        ),
+    )
 
     class Meta:
         constraints = [
@@ -268,6 +285,11 @@ class NodePool(BaseModel):
     def regions(self) -> list[str]:
         """The pool's region, then its fallbacks: where provisioning may create its nodes."""
         return [self.region, *(r for r in self.fallback_regions or [] if r != self.region)]
+
+    @property
+    def volume_limit_gb(self) -> int:
+        """The largest volume of this pool: its own limit, else the site's."""
+        return int(self.max_volume_gb or settings.LABGPU_VOLUME_MAX_GB)
 
 
 class Blackout(BaseModel):

@@ -1,3 +1,4 @@
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from labgpu.api.fields import AwareDateTimeField
@@ -73,9 +74,11 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "provisioning_lead_minutes",
             "teardown_grace_minutes",
             "requires_approval",
+            "waitlist_hold_minutes",
             "idle_reclaim_minutes",
             "idle_grace_minutes",
             "volume_scope",
+            "max_volume_gb",
             "allowed_labs",
             "is_active",
         ]
@@ -89,10 +92,10 @@ class NodePoolSerializer(serializers.ModelSerializer):
         )
         if maximum < minimum:
             raise serializers.ValidationError(
-                {"max_duration_minutes": ["Must be at least min_duration_minutes."]}
+                {"max_duration_minutes": [_("Must be at least min_duration_minutes.")]}
             )
         if attrs.get("granularity_minutes", 1) < 1:
-            raise serializers.ValidationError({"granularity_minutes": ["Must be at least 1."]})
+            raise serializers.ValidationError({"granularity_minutes": [_("Must be at least 1.")]})
         return attrs
 
 
@@ -112,7 +115,7 @@ class BlackoutSerializer(serializers.ModelSerializer):
                 {
                     "end": [
                         serializers.ErrorDetail(
-                            "The end must be after the start.", code="end_before_start"
+                            _("The end must be after the start."), code="end_before_start"
                         )
                     ]
                 }

@@ -15,6 +15,7 @@ from labgpu.accounts.models import User
 from labgpu.audit.services import audit_record
 from labgpu.catalog.models import InstanceType, NodePool, ProviderAccount
 from labgpu.core.errors import NotPermitted
+from labgpu.core.outbox import enqueue_on_commit
 
 
 def _require_site_admin(actor: User) -> None:
@@ -88,6 +89,15 @@ def instance_type_save(
     )
 
 
+# The waitlist offers freed capacity (labgpu.waitlist, a higher app: enqueued by name).
+WAITLIST_PROMOTE_TASK = "labgpu.waitlist.tasks.promote_waitlist"
+
+
 @transaction.atomic
 def pool_save(*, actor: User, pool: NodePool | None = None, **fields: Any) -> NodePool:
-    return _save(actor=actor, instance=pool or NodePool(), fields=fields, label="pool")
+    """Create or change a pool; more capacity (or a pool opened again) goes to its waitlist."""
+    before = (pool.capacity, pool.is_active) if pool is not None else None
+    saved = _save(actor=actor, instance=pool or NodePool(), fields=fields, label="pool")
+    if before is not None and (saved.capacity > before[0] or (saved.is_active and not before[1])):
+        enqueue_on_commit(WAITLIST_PROMOTE_TASK, saved.pk)
+    return saved

@@ -20,8 +20,10 @@ EVENT_KEYS: dict[str, tuple[str, ...]] = {
     "approval_needed": ("booking_id", "user", "pool", "start", "end", "url"),
     "booking_decided": ("booking_id", "approved", "pool", "start", "end", "reason", "url"),
     "quota_threshold": ("lab", "percent", "instance_type", "month"),
+    "budget_threshold": ("lab", "scope", "percent", "amount", "currency", "period"),
     "idle_warning": ("booking_id", "idle_minutes", "ends_at", "url"),
     "volume_near_full": ("volume", "used_percent", "size_gb", "region"),
+    "waitlist_offer": ("entry_id", "booking_id", "pool", "start", "end", "expires_at", "url"),
     "test": ("channel",),
 }
 
@@ -122,6 +124,17 @@ def render(event: str, context: dict[str, Any], *, language: str, zone: str) -> 
                 "month": c["month"],
             }
             return title, _("Lab admins can request more quota in LabGPU.")
+        if event == "budget_threshold":
+            title = _("%(scope)s has reached %(percent)s%% of its budget for %(period)s") % {
+                "scope": c["scope"],
+                "percent": c["percent"],
+                "period": c["period"],
+            }
+            text = _(
+                "Consumed, running and booked GPU time comes to %(percent)s%% of "
+                "%(amount)s %(currency)s. Lab admins can raise the budget in LabGPU."
+            ) % {"percent": c["percent"], "amount": c["amount"], "currency": c["currency"]}
+            return title, text
         if event == "idle_warning":
             title = _("Booking #%(id)s: the GPUs are idle") % {"id": c["booking_id"]}
             text = _(
@@ -139,6 +152,25 @@ def render(event: str, context: dict[str, Any], *, language: str, zone: str) -> 
                 "region": c["region"],
             }
             return title, text
+        if event == "waitlist_offer" and context.get("booked"):
+            title = _("Booked from the waitlist: %(pool)s") % {"pool": c["pool"]}
+            text = _("%(start)s – %(end)s is booked for you (booking #%(id)s).") % {
+                "start": _time(c["start"], zone),
+                "end": _time(c["end"], zone),
+                "id": c["booking_id"],
+            }
+            return title, _link(text, c)
+        if event == "waitlist_offer":
+            title = _("A slot is free for you in %(pool)s") % {"pool": c["pool"]}
+            text = _(
+                "%(start)s – %(end)s is held for you until %(expires)s. Take it in LabGPU, "
+                "or it passes to the next in line."
+            ) % {
+                "start": _time(c["start"], zone),
+                "end": _time(c["end"], zone),
+                "expires": _time(c["expires_at"], zone),
+            }
+            return title, _link(text, c)
         if event == "test":
             title = _("LabGPU test message")
             text = _("Channel “%(channel)s” is set up: LabGPU notifications will arrive here.") % {

@@ -19,8 +19,10 @@ class Event(models.TextChoices):
     APPROVAL_NEEDED = "approval_needed", "Approval needed"
     BOOKING_DECIDED = "booking_decided", "Booking approved or rejected"
     QUOTA_THRESHOLD = "quota_threshold", "Quota at 80 % / 100 %"
+    BUDGET_THRESHOLD = "budget_threshold", "Budget at 50 % / 80 % / 100 %"
     IDLE_WARNING = "idle_warning", "Idle warning"
     VOLUME_NEAR_FULL = "volume_near_full", "Volume near full"
+    WAITLIST_OFFER = "waitlist_offer", "Waitlist offer or booking"
     TEST = "test", "Test message"
 
 

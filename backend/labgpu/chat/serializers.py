@@ -1,3 +1,4 @@
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from labgpu.accounts.models import Lab
@@ -109,7 +110,7 @@ class ChatChannelUpdateSerializer(serializers.Serializer):
         unknown = sorted(set(self.initial_data) - set(self.fields))
         if unknown:
             raise serializers.ValidationError(
-                {name: ["This field cannot be changed."] for name in unknown[:10]}
+                {name: [_("This field cannot be changed.")] for name in unknown[:10]}
             )
         return attrs
 

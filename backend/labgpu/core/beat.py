@@ -2,13 +2,13 @@
 failure in the schedule).
 
 `LeaderScheduler` is Celery beat's own persistent scheduler behind a lock in the broker's Redis:
-`SET labgpu:beat:leader <token> NX PX <ttl>`, renewed by its holder every tick (each second) and
-tried by every other beat as often. The one holding it sends the schedule; when it dies, its lock
-lapses within BEAT_LOCK_TTL_S and another beat leads, sending at once every entry that came due
-meanwhile (beat's catch-up): losing the beat delays the sweeps by seconds, not until someone
-restarts it. Redis being the broker, a beat that cannot reach it could not send anything anyway.
-Each tick uses a short-lived connection with timeouts, so a dead or wedged socket costs one tick,
-never the beat. Without a Redis broker (the embedded filesystem broker: one process) the beat
+`SET labgpu:beat:leader <token> NX PX <ttl>`, renewed by its holder every tick (LABGPU_BEAT_TICK_S,
+a second) and tried by every other beat as often. The one holding it sends the schedule; when it
+dies, its lock lapses within LABGPU_BEAT_LOCK_S and another beat leads, sending at once every entry
+that came due meanwhile (beat's catch-up): losing the beat delays the sweeps by seconds, not until
+someone restarts it. Redis being the broker, a beat that cannot reach it could not send anything
+anyway. Each tick uses a short-lived connection with timeouts, so a dead or wedged socket costs one
+tick, never the beat. Without a Redis broker (the embedded filesystem broker: one process) the beat
 always leads. Run a beat in every worker (`celery worker --beat`) or several `celery beat`
 processes (docs/operations.md, "Failover").
 """
@@ -23,7 +23,6 @@ from django.conf import settings
 
 logger = logging.getLogger(__name__)
 LOCK_KEY = "labgpu:beat:leader"
-TICK_S = 1.0
 # Take the lock when free, extend it when ours, atomically: 1 when we hold it afterwards.
 _TAKE_OR_RENEW = """
 local holder = redis.call('get', KEYS[1])
@@ -40,8 +39,13 @@ return 0
 
 
 def lock_ttl_s() -> float:
-    """How long a dead leader's lock outlives it (production 5 s; LABGPU_TIME_SCALE applies)."""
-    return max(1.0, 5 * settings.TIME_SCALE)
+    """How long a dead leader's lock outlives it (LABGPU_BEAT_LOCK_S, production 5 s)."""
+    return float(settings.LABGPU_BEAT_LOCK_S)
+
+
+def tick_s() -> float:
+    """How often each beat takes or renews the lock (LABGPU_BEAT_TICK_S, production 1 s)."""
+    return float(settings.LABGPU_BEAT_TICK_S)
 
 
 class LeaderScheduler(PersistentScheduler):
@@ -52,14 +56,14 @@ class LeaderScheduler(PersistentScheduler):
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         if not self._lead():
-            return TICK_S
-        return min(super().tick(*args, **kwargs), TICK_S)
+            return tick_s()
+        return min(super().tick(*args, **kwargs), tick_s())
 
     def _lead(self) -> bool:
         url = str(self.app.conf.broker_url or "")
         if not url.startswith(("redis://", "rediss://", "unix://")):
             return True  # the embedded broker: a single process, nothing to share
-        ttl_ms = int(lock_ttl_s() * 1000)
+        ttl_ms = max(1, round(lock_ttl_s() * 1000))
         client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
         try:
             held = bool(client.eval(_TAKE_OR_RENEW, 1, LOCK_KEY, self.token, ttl_ms))

@@ -9,6 +9,10 @@ it): the request dies mid-way, its transaction rolls back, its on-commit hooks n
 
 Before dying, the point appends its name to `LABGPU_CRASH_MARKER` (a file), so the test knows the
 crash really happened where it meant it to.
+
+With `LABGPU_CRASH_ONE_PROCESS` set (a web server's worker processes, several of one kind), only
+the process that reaches the point dies, SIGKILLed, and only the first to reach it (the marker says
+whether one did): its siblings, and the one its server forks to replace it, carry on.
 """
 
 import os
@@ -37,8 +41,18 @@ def crash_point(name: str) -> None:
         _mark(name)
         raise CrashPointReached(name)
     if os.environ.get("LABGPU_CRASH_AT") == name:
+        if os.environ.get("LABGPU_CRASH_ONE_PROCESS"):
+            if _marked(name):
+                return
+            _mark(name)
+            os.kill(os.getpid(), signal.SIGKILL)
         _mark(name)
         os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def _marked(name: str) -> bool:
+    marker = os.environ.get("LABGPU_CRASH_MARKER")
+    return bool(marker) and Path(marker).exists() and name in Path(marker).read_text().split()
 
 
 def _mark(name: str) -> None:

@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from django.utils.translation import gettext_lazy
+
 
 class ApplicationError(Exception):
     """A rule was broken. `code` is stable (docs/api.md); `message` is for people."""
@@ -41,3 +43,10 @@ class NotFound(ApplicationError):
 class Conflict(ApplicationError):
     status_code = 409
     default_code = "conflict"
+
+
+# One sentence for a failed CSRF check on DRF's views and Django's (api.exceptions.csrf_failure):
+# Django's own reason ("CSRF cookie not set.") is English and for developers.
+CSRF_FAILED = gettext_lazy(
+    "The security check of this request failed (CSRF). Reload the page and try again."
+)

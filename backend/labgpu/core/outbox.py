@@ -10,7 +10,8 @@ between publish and delete), which is fine because every task is idempotent.
 With the broker away a request costs at most ~0.2 s more than usual (issue 29): publishing uses a
 connection of its own that tries once with short socket timeouts (`PUBLISH_TRANSPORT_OPTIONS`;
 kombu's default retries the connect for 4 s and redis-py retries again, ~6 s per publish), and a
-circuit breaker, once a publish failed, leaves publishing to the relay for `BREAKER_OPEN_S`.
+circuit breaker, once a publish failed, leaves publishing to the relay for
+`LABGPU_REDIS_BREAKER_S` (5 s).
 """
 
 import contextlib
@@ -22,6 +23,7 @@ from typing import Any
 
 import kombu.pools
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
 
 from labgpu.core.breaker import CircuitBreaker, breaker_for
@@ -30,8 +32,6 @@ from labgpu.core.models import OutboxMessage
 from labgpu.core.timeutils import now
 
 logger = logging.getLogger(__name__)
-# A fresh row is the on-commit hook's to publish; the relay waits this long so both rarely race.
-RELAY_AFTER = timedelta(seconds=5)
 # Publishing must not hold a request up while the broker is away: one quick try, then the relay.
 PUBLISH_RETRY_POLICY = {"max_retries": 0}
 # One connect attempt (kombu's `max_retries`), each socket step bounded: connect, then the reply
@@ -44,12 +44,19 @@ PUBLISH_TRANSPORT_OPTIONS = {
     "socket_timeout": PUBLISH_SOCKET_TIMEOUT_S,
     "retry_on_timeout": False,
 }
-BREAKER_OPEN_S = 5.0
+
+
+def relay_after() -> timedelta:
+    """A fresh row is the on-commit hook's to publish; the relay waits this long (settings'
+    LABGPU_OUTBOX_RELAY_AFTER_S) so both rarely race."""
+    return timedelta(seconds=settings.LABGPU_OUTBOX_RELAY_AFTER_S)
 
 
 def broker_breaker() -> CircuitBreaker:
     """The breaker of the broker the app points at now."""
-    return breaker_for("broker", current_app.conf.broker_url, open_for_s=BREAKER_OPEN_S)
+    return breaker_for(
+        "broker", current_app.conf.broker_url, open_for_s=settings.LABGPU_REDIS_BREAKER_S
+    )
 
 
 class BrokerAway(Exception):
@@ -70,7 +77,7 @@ class _Publisher:
             # inside the lock: a thread that queued behind a failing publish skips at once
             breaker = broker_breaker()
             if not breaker.allows():
-                raise BrokerAway(f"the broker failed in the last {BREAKER_OPEN_S:g} s")
+                raise BrokerAway(f"the broker failed in the last {breaker.open_for_s:g} s")
             try:
                 current_app.send_task(
                     task,
@@ -170,7 +177,7 @@ def reset_broker_connections() -> None:
 
 def outbox_relay(*, batch: int = 500) -> int:
     """Publish what the on-commit hooks could not; returns how many were published."""
-    stale = OutboxMessage.objects.filter(created_at__lt=now() - RELAY_AFTER).order_by("pk")
+    stale = OutboxMessage.objects.filter(created_at__lt=now() - relay_after()).order_by("pk")
     published = 0
     for message in stale[:batch]:
         if not _publish(message):

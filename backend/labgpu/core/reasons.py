@@ -10,12 +10,16 @@ matches (an older row, a lab admin's own words) is shown as stored.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from django.utils.translation import gettext, gettext_noop
 
+FAILED_CHECKS = gettext_noop("The node failed its health checks (%(ids)s): %(summary)s")
+
 # More specific first: the first template whose pattern matches the whole text answers.
 REASONS = (
-    gettext_noop("The node failed its health checks: %(summary)s"),
+    FAILED_CHECKS,  # ids: the failing findings' ids, so a reader's language can say what they mean
+    gettext_noop("The node failed its health checks: %(summary)s"),  # older rows: no ids
     gettext_noop("The provider refused to create the node: %(error)s"),
     gettext_noop("The droplet disappeared while booting."),
     gettext_noop("The droplet did not become active in time."),
@@ -38,6 +42,15 @@ def _pattern(template: str) -> re.Pattern[str]:
 
 _PATTERNS = tuple((template, _pattern(template)) for template in REASONS)
 
+# template -> what rewrites its parameters for the active language (registered by the app that
+# knows them: health puts the failing findings' summaries in place of the agent's English).
+_LOCALIZERS: dict[str, Callable[[dict[str, str]], dict[str, str]]] = {}
+
+
+def register_localizer(template: str, localize: Callable[[dict[str, str]], dict[str, str]]) -> None:
+    assert template in REASONS, template
+    _LOCALIZERS[template] = localize
+
 
 def reason(template: str, **params: object) -> str:
     """The stored (English) text of `template`, one of REASONS."""
@@ -50,5 +63,8 @@ def reason_in_language(stored: str) -> str:
     for template, pattern in _PATTERNS:
         found = pattern.fullmatch(stored)
         if found:
-            return gettext(template) % found.groupdict()
+            params = found.groupdict()
+            if template in _LOCALIZERS:
+                params = _LOCALIZERS[template](params)
+            return gettext(template) % params
     return stored

@@ -22,11 +22,12 @@ from labgpu.accounts.models import Membership, User
 from labgpu.bookings.models import Booking
 from labgpu.catalog.models import NodePool
 from labgpu.core.timeutils import now
-from labgpu.health.services import report_ingest
+from labgpu.health.services import failed_checks_reason, report_ingest
 from labgpu.provisioning.models import Node
 from labgpu.quotas.models import QuotaRequest
 from labgpu.quotas.services import quota_request_create
 from labgpu.usage.models import UsageRecord
+from labgpu.usage.services import usage_record_price
 
 HISTORY_PURPOSE = "[demo history]"
 DAYS = 21
@@ -89,7 +90,13 @@ def _node(
         passed_at=None if failed else start + timedelta(minutes=6),
         ready_at=None if failed else start + timedelta(minutes=6),
         failed_at=start + timedelta(minutes=6) if failed else None,
-        failure_reason="The node failed its health checks: GPU Xid error" if failed else "",
+        failure_reason=(
+            failed_checks_reason(
+                [{"id": "xid.79", "message": "The kernel log has 1 Xid 79 event(s)."}]
+            )
+            if failed
+            else ""
+        ),
         destroy_requested_at=end,
         destroyed_at=end + timedelta(minutes=1),
     )
@@ -97,7 +104,7 @@ def _node(
 
 def _usage(*, node: Node, start: datetime, end: datetime, charged: bool) -> None:
     booking = node.booking
-    UsageRecord.objects.create(
+    record = UsageRecord.objects.create(
         node=node,
         provider_account=node.provider_account,
         droplet_id=node.provider_id,
@@ -113,6 +120,7 @@ def _usage(*, node: Node, start: datetime, end: datetime, charged: bool) -> None
         price_per_hour=booking.price_per_hour,
         charged_to_lab=charged,
     )
+    usage_record_price(record)
 
 
 def _booking(

@@ -1,5 +1,14 @@
 """RFC 5545 output for calendar feeds, built with `icalendar`. All times are UTC (`…Z`), so no
-VTIMEZONE is needed; X-WR-TIMEZONE tells calendar apps which zone to show them in."""
+VTIMEZONE is needed; X-WR-TIMEZONE tells calendar apps which zone to show them in.
+
+A recurring series (issue 25) is written expanded: one VEVENT per occurrence, no RRULE. Each
+occurrence is its own booking with its own status, times and node; one moved, cancelled or
+refused would otherwise need an EXDATE or a RECURRENCE-ID override, and a calendar client that
+applies those differently would show a slot the pool does not hold. Expanded, what a client
+imports is the bookings table itself (test_feeds.py expands the feed as a client would and
+compares it with the rows). Other labs' occurrences stay anonymous busy blocks: that they form a
+series is not said either (I-6).
+"""
 
 import hashlib
 import hmac
@@ -39,11 +48,13 @@ def _event(booking: Booking, *, detailed: bool) -> Event:
         if booking.purpose:
             title = f"{title}: {booking.purpose}"
         event.add("summary", title)
-        event.add(
-            "description",
+        description = (
             f"Booking #{booking.pk} · {booking.lab.name} · {booking.user.username} · "
-            f"{booking.get_status_display()}",
+            f"{booking.get_status_display()}"
         )
+        if booking.series_id:
+            description += f" · series #{booking.series_id}"
+        event.add("description", description)
         event.add("categories", [booking.pool.name])
     else:
         event.add("uid", _busy_uid(booking))

@@ -1,4 +1,5 @@
 from django.contrib.auth.models import AnonymousUser
+from django.utils.translation import gettext as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
@@ -16,14 +17,14 @@ class _NodeTokenAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[AnonymousUser, Node] | None:
         parts = authentication.get_authorization_header(request).decode(errors="replace").split()
         if len(parts) != 2 or parts[0] != "Bearer" or not parts[1].startswith(self.prefix):
-            raise exceptions.AuthenticationFailed("A node token is required.")
+            raise exceptions.AuthenticationFailed(_("A node token is required."))
         node = (
             Node.objects.select_related("booking__pool__instance_type")
             .filter(**{self.field: hash_secret(parts[1])})
             .first()
         )
         if node is None or node.status == Node.Status.DESTROYED:
-            raise exceptions.AuthenticationFailed("Unknown or retired node token.")
+            raise exceptions.AuthenticationFailed(_("Unknown or retired node token."))
         return AnonymousUser(), node
 
     def authenticate_header(self, request: Request) -> str:

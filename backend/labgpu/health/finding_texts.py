@@ -242,3 +242,16 @@ def localized_findings(findings: Any) -> Any:
             }
         shown.append(finding)
     return shown
+
+
+def localize_failed_checks(params: dict[str, str]) -> dict[str, str]:
+    """A failed gate's reason (core.reasons.FAILED_CHECKS) in the reader's language: each failing
+    finding's summary from this catalogue in place of the agent's English messages, when the
+    catalogue knows every id (else the reason stays as the agent wrote it)."""
+    if (translation.get_language() or "en").startswith("en"):
+        return params
+    texts = [finding_texts(finding_id.strip()) for finding_id in params["ids"].split(",")]
+    if not texts or any(t is None for t in texts):
+        return params
+    summaries = [str(t[0]).rstrip("。.") for t in texts if t is not None]
+    return {**params, "summary": _("; ").join(summaries)}

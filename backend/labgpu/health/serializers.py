@@ -81,7 +81,9 @@ class AgentBootstrapSerializer(serializers.Serializer):
     node = serializers.IntegerField()
     heartbeat_token = serializers.CharField()
     profile = serializers.CharField()
-    heartbeat_interval_s = serializers.IntegerField()
+    heartbeat_interval_s = serializers.FloatField(
+        help_text="Seconds between heartbeats (LABGPU_HEARTBEAT_INTERVAL_S; 30 in production)."
+    )
     required_smoke = serializers.ListField(child=serializers.CharField())
     notebook = AgentNotebookSerializer(
         required=False, help_text="Only when the booking asked for JupyterLab."

@@ -11,6 +11,7 @@ from labgpu.audit.services import audit_record
 from labgpu.bookings.services import NOTEBOOK_PORT, booking_notebook_token
 from labgpu.core.crashpoints import crash_point
 from labgpu.core.errors import ApplicationError, Conflict
+from labgpu.core.reasons import FAILED_CHECKS
 from labgpu.core.reasons import reason as stored_reason
 from labgpu.core.sealed import seal, unseal
 from labgpu.core.timeutils import now
@@ -51,7 +52,8 @@ def agent_bootstrap(*, node: Node) -> dict[str, Any]:
     """
     if not node.provider_id and not _adopt_droplet(node):
         raise DropletUnknown(
-            _("The node's droplet is not recorded yet; retry shortly."), extra={"retry_after_s": 5}
+            _("The node's droplet is not recorded yet; retry shortly."),
+            extra={"retry_after_s": 5 * settings.TIME_SCALE},
         )
     crash_point("bootstrap.before_claim")
     token = new_heartbeat_token()
@@ -192,15 +194,19 @@ def report_ingest(*, node: Node, payload: Any) -> HealthReport:
             node_report_passed(node=node)
         else:
             failing = [f for f in report.findings if f.get("severity") == "fail"]
-            summary = "; ".join(f.get("message", f.get("id", "")) for f in failing[:3])
-            node_fail(
-                node_id=node.pk,
-                reason=stored_reason(
-                    "The node failed its health checks: %(summary)s", summary=summary
-                ),
-                findings=failing,
-            )
+            node_fail(node_id=node.pk, reason=failed_checks_reason(failing), findings=failing)
     return report
+
+
+def failed_checks_reason(failing: list[dict[str, Any]]) -> str:
+    """The stored reason a node failed its gate: the first three failing findings' ids (so each
+    reader's language can say what they mean, health.finding_texts) and the agent's messages."""
+    shown = failing[:3]
+    return stored_reason(
+        FAILED_CHECKS,
+        ids=", ".join(str(f.get("id", "")) for f in shown),
+        summary="; ".join(str(f.get("message", f.get("id", ""))) for f in shown),
+    )
 
 
 def _smoke_remediation(missing: list[str], smoke: list[dict[str, Any]]) -> str:

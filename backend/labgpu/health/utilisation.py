@@ -56,7 +56,7 @@ def policy_minutes(minutes: int) -> timedelta:
 
 def _gap_cap_s() -> float:
     """The longest interval one heartbeat may account for: a silent agent adds no time."""
-    return 3.0 * max(1.0, float(settings.LABGPU_HEARTBEAT_INTERVAL_S))
+    return 3.0 * float(settings.LABGPU_HEARTBEAT_INTERVAL_S)
 
 
 @transaction.atomic

@@ -5,14 +5,15 @@ raises on every call and each request would answer 500. This one degrades instea
 writes are dropped, and the outage is logged once per minute. Throttles therefore fail open while
 Redis is away — a deliberate trade (docs/operations.md): an outage of the cache must not become an
 outage of the API. It fails fast (issue 29: a request costs at most ~0.2 s more with Redis away):
-short socket timeouts, and after a failure a circuit breaker skips Redis for BREAKER_OPEN_S, so
-only the first request of an outage (and one probe per period) waits for a timeout.
+short socket timeouts, and after a failure a circuit breaker skips Redis for LABGPU_REDIS_BREAKER_S
+(5 s), so only the first request of an outage (and one probe per period) waits for a timeout.
 """
 
 import logging
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 
 from labgpu.core.breaker import breaker_for
@@ -21,7 +22,6 @@ logger = logging.getLogger(__name__)
 # Redis answers in well under a millisecond; these only bound how long an absent one costs.
 CONNECT_TIMEOUT_S = 0.05
 SOCKET_TIMEOUT_S = 0.1
-BREAKER_OPEN_S = 5.0
 _DEFAULTS: dict[str, Any] = {
     "get": None,
     "get_many": {},
@@ -89,7 +89,7 @@ class ResilientRedisCache(RedisCache):
         options.setdefault("socket_timeout", SOCKET_TIMEOUT_S)
         super().__init__(server, params)
         self._class = ReusedClientRedisCacheClient
-        self.breaker = breaker_for("cache", str(server), open_for_s=BREAKER_OPEN_S)
+        self.breaker = breaker_for("cache", str(server), open_for_s=settings.LABGPU_REDIS_BREAKER_S)
 
     def _away(self, method: str, error: Exception) -> None:
         self.breaker.failed()

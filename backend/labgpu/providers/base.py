@@ -181,6 +181,8 @@ class VolumeAction:
     volume_id: str
     type: str
     status: VolumeActionStatus
+    #: when the provider accepted it (a resize bills the new size from here)
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +249,8 @@ class ProviderDriver(Protocol):
     def resize_volume(self, volume_id: str, size_gb: int) -> VolumeAction: ...
 
     def volume_action(self, volume_id: str, action_id: int) -> VolumeAction: ...
+
+    def list_volume_actions(self, volume_id: str) -> list[VolumeAction]: ...
 
     def close(self) -> None: ...
 

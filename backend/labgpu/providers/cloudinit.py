@@ -64,6 +64,7 @@ def render_user_data(
     install_smoke: bool = True,
     data_volume: str | None = None,
     jupyter: bool = False,
+    time_scale: float = 1.0,
 ) -> str:
     """A `#cloud-config` document (≤ 64 KiB) that installs and starts the node agent.
 
@@ -80,6 +81,9 @@ def render_user_data(
     before it detaches the volume).
 
     `jupyter` installs JupyterLab and its (loopback-only) unit for the agent to start.
+
+    `time_scale` is the server's LABGPU_TIME_SCALE (lifecycle tests only): when it is not 1 the
+    agent gets it too, so its retry backoff runs at the same speed as everything else.
     """
     parts = urlsplit(api_url)
     if parts.scheme not in {"http", "https"} or not parts.netloc:
@@ -103,6 +107,10 @@ def render_user_data(
     env_lines = [f"LABGPU_API={api_url}", f"LABGPU_BOOTSTRAP_TOKEN={bootstrap_token}"]
     if agent_profile is not None:
         env_lines.append(f"LABGPU_FIXTURE_PROFILE={agent_profile}")
+    if time_scale != 1:
+        if not 0 < time_scale < float("inf"):
+            raise ValueError(f"time_scale must be a positive number, got {time_scale!r}")
+        env_lines.append(f"LABGPU_TIME_SCALE={time_scale:g}")
 
     # ${VAR} (braces) makes systemd pass each value as exactly one argument
     exec_start = (

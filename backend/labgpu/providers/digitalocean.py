@@ -366,6 +366,11 @@ class DigitalOceanDriver:
         data = self._request("GET", f"/v2/volumes/{volume_id}/actions/{int(action_id)}")
         return _volume_action_from(data["action"], volume_id)
 
+    def list_volume_actions(self, volume_id: str) -> list[VolumeAction]:
+        """GET /v2/volumes/{id}/actions (all pages), newest first as the provider lists them."""
+        items = self._paginate(f"/v2/volumes/{volume_id}/actions", "actions", {})
+        return [_volume_action_from(item, volume_id) for item in items]
+
     def _volume_action(self, volume_id: str, body: dict[str, Any]) -> VolumeAction:
         data = self._request("POST", f"/v2/volumes/{volume_id}/actions", json=body)
         return _volume_action_from(data["action"], volume_id)
@@ -604,6 +609,7 @@ def _volume_action_from(data: Mapping[str, Any], volume_id: str) -> VolumeAction
         volume_id=volume_id,
         type=str(data.get("type", "")),
         status=data.get("status") or "in-progress",
+        started_at=_parse_time(data.get("started_at")),
     )
 
 

@@ -133,15 +133,18 @@ class ProviderNotFound(ProviderError):
     """The droplet (or other resource) does not exist (HTTP 404)."""
 
 
-def retry_countdown(error: BaseException, default: float, *, maximum: float | None = None) -> int:
+def retry_countdown(
+    error: BaseException, default: float, *, maximum: float | None = None, minimum: float = 1.0
+) -> float:
     """Seconds a Celery task should wait before retrying after `error`.
 
     The provider's own hint (`retry_after` of a rate limit, a spent budget or any transient error
-    that carries one) when there is one, else `default` (the task's backoff); never below 1 s,
-    and capped at `maximum` when given. For `self.retry(countdown=retry_countdown(exc, backoff))`.
+    that carries one) when there is one, else `default` (the task's backoff); never below
+    `minimum` (the tasks pass LABGPU_RETRY_MIN_S, 1 s in production), and capped at `maximum`
+    when given. For `self.retry(countdown=retry_countdown(exc, backoff))`.
     """
     hint = getattr(error, "retry_after", None) if isinstance(error, ProviderError) else None
     seconds = float(hint) if hint is not None and math.isfinite(hint) else float(default)
     if maximum is not None:
         seconds = min(seconds, maximum)
-    return max(1, math.ceil(seconds))
+    return max(minimum, seconds)

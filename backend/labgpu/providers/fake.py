@@ -255,6 +255,7 @@ class FakeDriver:
             volume_id=volume_id,
             type=f"{kind}_volume",
             status="errored" if failing else "completed",
+            started_at=datetime.now(UTC),
         )
         self.volume_actions[action.id] = action
         return action
@@ -299,6 +300,12 @@ class FakeDriver:
             if action is None or action.volume_id != volume_id:
                 raise _not_found()
             return action
+
+    def list_volume_actions(self, volume_id: str) -> list[VolumeAction]:
+        with self._lock:
+            self._enter("list_volume_actions", volume_id)
+            mine = [a for a in self.volume_actions.values() if a.volume_id == volume_id]
+            return sorted(mine, key=lambda a: -a.id)
 
     def close(self) -> None:
         pass

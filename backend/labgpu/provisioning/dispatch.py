@@ -36,3 +36,11 @@ def step_due(node_id: int, *, countdown: float = 0) -> None:
     then plus LABGPU_STEP_GRACE_S (time in the queue), or the orphan sweep runs it again."""
     due = now() + timedelta(seconds=countdown + settings.LABGPU_STEP_GRACE_S)
     Node.objects.filter(pk=node_id).update(step_due_by=due)
+
+
+# Both take the volume's id: a researcher's create or grow, run at the provider by a worker.
+VolumeTaskName = Literal["create_volume", "resize_volume"]
+
+
+def enqueue_volume_on_commit(task_name: VolumeTaskName, volume_id: int) -> None:
+    outbox.enqueue_on_commit(f"{TASKS_MODULE}.{task_name}", volume_id)

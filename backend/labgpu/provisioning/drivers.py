@@ -17,5 +17,7 @@ def driver_for(account: ProviderAccount) -> ProviderDriver:
         credential_env=account.token_env_var,
         max_attempts=settings.LABGPU_PROVIDER_MAX_ATTEMPTS,
         max_retry_wait_s=settings.LABGPU_PROVIDER_MAX_RETRY_WAIT_S,
+        backoff_base_s=settings.LABGPU_PROVIDER_BACKOFF_BASE_S,
+        backoff_max_s=settings.LABGPU_PROVIDER_BACKOFF_MAX_S,
         transport=provider_transport(),  # counts requests and errors for /metrics
     )

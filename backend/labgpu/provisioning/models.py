@@ -222,6 +222,17 @@ class Volume(BaseModel):
     #: once it falls back below (re-armed), so each crossing notifies once
     near_full_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    #: the pool it was made for (its size limit applies when it grows); null for volumes made
+    #: before pools were recorded, which grow within the site's limit
+    pool = models.ForeignKey(
+        "catalog.NodePool", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    #: a grow asked for and not yet accepted by the provider: the meter stops at
+    #: `resize_requested_at` until the provider's acceptance time is known (services.volumes)
+    resize_to_gb = models.PositiveIntegerField(null=True, blank=True)
+    resize_requested_at = models.DateTimeField(null=True, blank=True)
+    #: the provider's refusal of the last create or grow, as it said it (shown to the owner)
+    last_error = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["region", "name"]

@@ -4,7 +4,7 @@ from statistics import median
 from django.db.models import DecimalField, F, Q, QuerySet, Sum, Value, Window
 from django.db.models.functions import Coalesce, RowNumber
 
-from labgpu.accounts.models import User
+from labgpu.accounts.models import Lab, User
 from labgpu.accounts.selectors import lab_ids_of
 from labgpu.provisioning.models import Node, Volume
 
@@ -67,3 +67,20 @@ def pool_ready_times(*, pool_ids: list[int] | None = None) -> dict[int, dict]:
         }
         for pool_id, values in seconds.items()
     }
+
+
+def volume_payer(volume: Volume) -> tuple[int | None, int | None]:
+    """(lab, user) the storage is charged to: the owning lab, or for a user's volume the lab of
+    the booking that last used it (else the user's first lab)."""
+    if volume.owner_lab_id:
+        return volume.owner_lab_id, None
+    node = volume.last_attached_node
+    if node is not None:
+        return node.booking.lab_id, volume.owner_user_id
+    lab_id = (
+        Lab.objects.filter(memberships__user_id=volume.owner_user_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return lab_id, volume.owner_user_id

@@ -2,6 +2,7 @@ from rest_framework import serializers
 
 from labgpu.core.reasons import reason_in_language
 from labgpu.provisioning.models import Node, UntrackedVolume, Volume
+from labgpu.provisioning.services.volume_changes import volume_limit_gb
 
 
 class ReasonField(serializers.CharField):
@@ -83,13 +84,29 @@ class VolumeSerializer(serializers.ModelSerializer):
         help_text="The booking whose node it is attached to; null while detached.",
     )
 
+    resize_to_gb = serializers.IntegerField(
+        allow_null=True,
+        read_only=True,
+        help_text="The size a grow asked for, until the provider accepted it; null otherwise.",
+    )
+    limit_gb = serializers.SerializerMethodField(
+        help_text="The largest size it may grow to (its pool's limit, else the site's)."
+    )
+    last_error = serializers.CharField(
+        read_only=True, help_text="The provider's refusal of the last grow; blank if none."
+    )
+
     class Meta:
         model = Volume
         fields = [
             "id",
             "name",
             "region",
+            "pool",
             "size_gb",
+            "resize_to_gb",
+            "limit_gb",
+            "last_error",
             "used_gb",
             "used_at",
             "state",
@@ -104,6 +121,28 @@ class VolumeSerializer(serializers.ModelSerializer):
 
     def get_in_use(self, volume: Volume) -> bool:
         return volume.pk in self.context.get("busy", set())
+
+    def get_limit_gb(self, volume: Volume) -> int:
+        return volume_limit_gb(volume)
+
+
+class VolumeCreateSerializer(serializers.Serializer):
+    pool = serializers.IntegerField(help_text="A pool that offers volumes (volume_scope ≠ none).")
+    size_gb = serializers.IntegerField(min_value=1, help_text="≤ the pool's max_volume_gb.")
+    region = serializers.CharField(
+        required=False,
+        max_length=32,
+        help_text="One of the pool's regions (its region or a fallback); default its region.",
+    )
+    lab = serializers.IntegerField(
+        required=False, help_text="The owning lab, for pools whose volumes belong to labs."
+    )
+
+
+class VolumeResizeSerializer(serializers.Serializer):
+    size_gb = serializers.IntegerField(
+        min_value=1, help_text="The new size: more than today's, ≤ limit_gb (volumes only grow)."
+    )
 
 
 class LabVolumeSizeSerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ from labgpu.catalog.models import ProviderAccount
 from labgpu.providers import ProviderTransientError, retry_countdown
 from labgpu.provisioning.dispatch import step_due
 from labgpu.provisioning.models import Node
-from labgpu.provisioning.services import nodes, reconciliation, sweeps, volumes
+from labgpu.provisioning.services import nodes, reconciliation, sweeps, volume_changes, volumes
 
 RETRY = {
     "acks_late": True,
@@ -27,7 +27,7 @@ def _retry(task: Task, error: Exception, *, node_id: int | None = None) -> None:
         countdown: float = settings.LABGPU_PROVIDER_LEASE_S / 3
     else:
         backoff = min(BACKOFF_MAX_S, 2 ** (task.request.retries + 1)) * settings.TIME_SCALE
-        countdown = retry_countdown(error, backoff)
+        countdown = retry_countdown(error, backoff, minimum=settings.LABGPU_RETRY_MIN_S)
     if node_id is not None:
         step_due(node_id, countdown=countdown)
     raise task.retry(exc=error, countdown=countdown)
@@ -157,3 +157,21 @@ def reconcile_all() -> int:
 def meter_volumes() -> int:
     """Beat: meter persistent volumes' storage (GB-months) up to now; safe to run twice."""
     return volumes.volumes_meter()
+
+
+@shared_task(**RETRY)
+def create_volume(self: Task, volume_id: int) -> None:
+    """A researcher's new volume, made at the provider (adopted by name on a retry)."""
+    try:
+        volume_changes.volume_provision(volume_id=volume_id)
+    except RETRYABLE as error:
+        _retry(self, error)
+
+
+@shared_task(**RETRY)
+def resize_volume(self: Task, volume_id: int) -> None:
+    """A researcher's grow, asked of the provider once (a retry reads the provider's size)."""
+    try:
+        volume_changes.volume_resize_apply(volume_id=volume_id)
+    except RETRYABLE as error:
+        _retry(self, error)

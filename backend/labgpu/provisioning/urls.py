@@ -13,4 +13,5 @@ urlpatterns = [
     path("volumes/untracked/", apis.UntrackedVolumeListApi.as_view(), name="volume-untracked"),
     path("volumes/lab-size/<int:lab_id>/", apis.LabVolumeSizeApi.as_view(), name="volume-lab-size"),
     path("volumes/<int:pk>/", apis.VolumeDetailApi.as_view(), name="volume-detail"),
+    path("volumes/<int:pk>/resize/", apis.VolumeResizeApi.as_view(), name="volume-resize"),
 ]

@@ -35,7 +35,10 @@ class UsageRecord(BaseModel):
     ended_at = models.DateTimeField()
     seconds = models.PositiveBigIntegerField()
     gpu_count = models.PositiveSmallIntegerField()
+    # The price in force when the droplet started (a later change is in `periods`).
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=4)
+    # USD to the cent: the sum of its periods' costs (each priced at the price then in force).
+    cost = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal(0))
     charged_to_lab = models.BooleanField(default=True)
 
     class Meta:
@@ -54,9 +57,29 @@ class UsageRecord(BaseModel):
     def gpu_hours(self) -> Decimal:
         return (Decimal(self.seconds) / 3600 * self.gpu_count).quantize(Decimal("0.0001"))
 
-    @property
-    def cost(self) -> Decimal:
-        return (Decimal(self.seconds) / 3600 * self.price_per_hour).quantize(Decimal("0.01"))
+
+class UsagePeriod(models.Model):
+    """A stretch of one usage record at one price: a record is cut at every price change and at
+    every UTC month start (labgpu.pricing.selectors.price_spans), so each metered second is
+    priced at the price in force when it ran and belongs to one month's statement. The periods
+    of a record partition it: their seconds add up to its seconds, their costs to its cost."""
+
+    record = models.ForeignKey(UsageRecord, on_delete=models.CASCADE, related_name="periods")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField()
+    seconds = models.PositiveBigIntegerField()
+    price_per_hour = models.DecimalField(max_digits=12, decimal_places=5)
+    cost = models.DecimalField(max_digits=12, decimal_places=2)
+
+    class Meta:
+        ordering = ["record_id", "started_at"]
+        indexes = [models.Index(fields=["started_at"])]
+        constraints = [
+            models.UniqueConstraint(fields=["record", "started_at"], name="usage_period_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.record_id} {self.seconds}s at {self.price_per_hour}"
 
 
 class BookingUtilisation(models.Model):

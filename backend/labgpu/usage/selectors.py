@@ -10,14 +10,16 @@ from django.db.models import QuerySet, Sum
 from labgpu.accounts.models import User
 from labgpu.accounts.selectors import admin_lab_ids_of
 from labgpu.core.timeutils import overlap
-from labgpu.usage.models import BookingUtilisation, StorageUsage, UsageRecord
+from labgpu.usage.models import BookingUtilisation, StorageUsage, UsagePeriod, UsageRecord
 
-GROUPS = ("lab", "user", "pool", "day", "instance_type", "booking")
+GROUPS = ("lab", "user", "pool", "day", "instance_type", "booking", "cost_centre")
 
 
 def usage_visible_to(user: User) -> QuerySet[UsageRecord]:
     """Site admins: all; lab admins: their labs; researchers: their own use."""
-    records = UsageRecord.objects.select_related("lab", "user", "pool", "instance_type")
+    records = UsageRecord.objects.select_related(
+        "lab", "user", "pool", "instance_type", "booking__cost_centre"
+    )
     if user.is_site_admin:
         return records
     return records.filter(lab_id__in=admin_lab_ids_of(user)) | records.filter(user=user)
@@ -58,37 +60,44 @@ def usage_aggregate(
     )
     records = list(records)
     share = _utilisation_shares(records)
+    periods = _periods_of(records)
+    by_cost_centre = "cost_centre" in group_by
     for record in records:
         if not record.charged_to_lab and not include_provider_cost:
             continue
-        for day, day_start, day_end in _days(
-            max(start, record.started_at), min(end, record.ended_at), tz
-        ):
-            seconds = overlap(
-                record.started_at, record.ended_at, day_start, day_end
-            ).total_seconds()
-            seconds = min(seconds, overlap(start, end, day_start, day_end).total_seconds())
-            if seconds <= 0:
-                continue
-            key_parts = {
-                "lab": (record.lab_id, record.lab.name),
-                "user": (record.user_id, record.user.username),
-                "pool": (record.pool_id, record.pool.name),
-                "instance_type": (record.instance_type_id, record.instance_type.name),
-                "day": (day.isoformat(), day.isoformat()),
-                "booking": (record.booking_id, f"#{record.booking_id}"),
-            }
-            key = tuple(key_parts[group] for group in group_by)
-            row = totals[key]
-            hours = Decimal(seconds) / 3600
-            row["gpu_hours"] += hours * record.gpu_count
-            row["cost"] += hours * record.price_per_hour
-            row["seconds"] += int(seconds)
-            if (per_second := share.get(record.pk)) is not None:
-                # The booking's used / observed / utilisation time, spread evenly over its
-                # metered seconds (heartbeats come from the node that served it).
-                for field in ("active_s", "observed_s", "utilisation_s"):
-                    row[field] += per_second[field] * seconds
+        # Each period at its own price (a price change cuts a record): cost = Σ seconds × price.
+        for period_start, period_end, price in periods.get(record.pk) or [
+            (record.started_at, record.ended_at, record.price_per_hour)
+        ]:
+            for day, day_start, day_end in _days(
+                max(start, period_start), min(end, period_end), tz
+            ):
+                seconds = overlap(period_start, period_end, day_start, day_end).total_seconds()
+                seconds = min(seconds, overlap(start, end, day_start, day_end).total_seconds())
+                if seconds <= 0:
+                    continue
+                key_parts = {
+                    "lab": (record.lab_id, record.lab.name),
+                    "user": (record.user_id, record.user.username),
+                    "pool": (record.pool_id, record.pool.name),
+                    "instance_type": (record.instance_type_id, record.instance_type.name),
+                    "day": (day.isoformat(), day.isoformat()),
+                    "booking": (record.booking_id, f"#{record.booking_id}"),
+                }
+                if by_cost_centre:
+                    # The booking's grant or project code; none: null and "" (the SPA names it).
+                    key_parts["cost_centre"] = _cost_centre(record)
+                key = tuple(key_parts[group] for group in group_by)
+                row = totals[key]
+                hours = Decimal(seconds) / 3600
+                row["gpu_hours"] += hours * record.gpu_count
+                row["cost"] += hours * price
+                row["seconds"] += int(seconds)
+                if (per_second := share.get(record.pk)) is not None:
+                    # The booking's used / observed / utilisation time, spread evenly over its
+                    # metered seconds (heartbeats come from the node that served it).
+                    for field in ("active_s", "observed_s", "utilisation_s"):
+                        row[field] += per_second[field] * seconds
     rows = []
     for key, row in sorted(totals.items(), key=lambda item: tuple(str(k[1]) for k in item[0])):
         out: dict = {}
@@ -106,6 +115,24 @@ def usage_aggregate(
         )
         rows.append(out)
     return rows
+
+
+def _periods_of(records: list[UsageRecord]) -> dict[int, list[tuple[datetime, datetime, Decimal]]]:
+    """Each record's priced periods, in one query."""
+    out: dict[int, list[tuple[datetime, datetime, Decimal]]] = defaultdict(list)
+    rows = UsagePeriod.objects.filter(record_id__in=[r.pk for r in records]).order_by(
+        "record_id", "started_at"
+    )
+    for record_id, a, b, price in rows.values_list(
+        "record_id", "started_at", "ended_at", "price_per_hour"
+    ):
+        out[record_id].append((a, b, price))
+    return out
+
+
+def _cost_centre(record: UsageRecord) -> tuple[int | None, str]:
+    centre = record.booking.cost_centre
+    return (None, "") if centre is None else (centre.pk, centre.code)
 
 
 def _utilisation_shares(records: list[UsageRecord]) -> dict[int, dict[str, float]]:

@@ -1,3 +1,4 @@
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from labgpu.api.fields import AwareDateTimeField
@@ -19,7 +20,9 @@ class UsageQuerySerializer(serializers.Serializer):
         groups = [part.strip() for part in value.split(",") if part.strip()]
         unknown = [group for group in groups if group not in GROUPS]
         if unknown or not groups or len(set(groups)) != len(groups):
-            raise serializers.ValidationError(f"Choose distinct values from {', '.join(GROUPS)}.")
+            raise serializers.ValidationError(
+                _("Choose distinct values from %(groups)s.") % {"groups": ", ".join(GROUPS)}
+            )
         return groups
 
     def validate(self, attrs: dict) -> dict:
@@ -28,7 +31,7 @@ class UsageQuerySerializer(serializers.Serializer):
                 {
                     "end": [
                         serializers.ErrorDetail(
-                            "The end must be after the start.", code="end_before_start"
+                            _("The end must be after the start."), code="end_before_start"
                         )
                     ]
                 }
@@ -37,7 +40,10 @@ class UsageQuerySerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 {
                     "end": [
-                        serializers.ErrorDetail("Ask for at most 400 days.", code="range_too_long")
+                        serializers.ErrorDetail(
+                            _("Ask for at most %(days)s days.") % {"days": 400},
+                            code="range_too_long",
+                        )
                     ]
                 }
             )
@@ -56,6 +62,11 @@ class UsageRowSerializer(serializers.Serializer):
     day = serializers.DateField(required=False)
     booking = serializers.IntegerField(required=False)
     booking_name = serializers.CharField(required=False)
+    # null for usage booked to no cost centre (written as None; the field is absent unless asked).
+    cost_centre = serializers.IntegerField(required=False)
+    cost_centre_name = serializers.CharField(
+        required=False, help_text="The cost centre's code; empty for usage booked to none."
+    )
     gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=2)
     cost = serializers.DecimalField(max_digits=14, decimal_places=2)
     seconds = serializers.IntegerField()
@@ -78,7 +89,7 @@ class StorageQuerySerializer(serializers.Serializer):
                 {
                     "end": [
                         serializers.ErrorDetail(
-                            "The end must be after the start.", code="end_before_start"
+                            _("The end must be after the start."), code="end_before_start"
                         )
                     ]
                 }

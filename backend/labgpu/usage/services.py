@@ -5,10 +5,37 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.db import transaction
+
 from labgpu.bookings.models import Booking
-from labgpu.usage.models import StorageUsage, UsageRecord
+from labgpu.pricing.selectors import price_spans, volume_spans
+from labgpu.usage.models import StorageUsage, UsagePeriod, UsageRecord
 
 
+def usage_record_price(record: UsageRecord) -> UsageRecord:
+    """Cut `record` into periods at the prices in force while it ran; its cost is their sum."""
+    spans = price_spans(record.instance_type_id, record.started_at, record.ended_at)
+    UsagePeriod.objects.bulk_create(
+        UsagePeriod(
+            record=record,
+            started_at=span.start,
+            ended_at=span.end,
+            seconds=span.seconds,
+            price_per_hour=span.price_hourly,
+            cost=span.cost,
+        )
+        for span in spans
+    )
+    record.cost = sum((span.cost for span in spans), Decimal(0))
+    if spans:
+        record.price_per_hour = spans[0].price_hourly.quantize(Decimal("0.0001"))
+    UsageRecord.objects.filter(pk=record.pk).update(
+        cost=record.cost, price_per_hour=record.price_per_hour
+    )
+    return record
+
+
+@transaction.atomic
 def usage_record_droplet(
     *,
     booking: Booking,
@@ -21,7 +48,7 @@ def usage_record_droplet(
 ) -> UsageRecord:
     """The one usage record of droplet `droplet_id` (unique per provider account); a second call
     for the same droplet returns the first record unchanged."""
-    record, _ = UsageRecord.objects.get_or_create(
+    record, created = UsageRecord.objects.get_or_create(
         provider_account_id=provider_account_id,
         droplet_id=droplet_id,
         defaults={
@@ -39,6 +66,8 @@ def usage_record_droplet(
             "charged_to_lab": charged,
         },
     )
+    if created:
+        usage_record_price(record)
     return record
 
 
@@ -62,14 +91,21 @@ def storage_record(
     size_gb: int,
     since: datetime,
     until: datetime,
-    price_gb_month: Decimal,
+    price_gb_month: Decimal | None = None,
 ) -> StorageUsage | None:
-    """Meter a volume's storage from its last record (or `since`) to `until`; None if nothing."""
+    """Meter a volume's storage from its last record (or `since`) towards `until`: one record,
+    up to the first volume price change or UTC month start (or `until`), at the price in force
+    over it (`price_gb_month` given: that price, up to `until`); None once nothing is left.
+    A caller repeats until None (labgpu.provisioning's meter_volume does)."""
     last = StorageUsage.objects.filter(volume=volume).order_by("-ended_at").first()
     start = max(since, last.ended_at) if last else since
     if until <= start:
         return None
-    hours = Decimal((until - start).total_seconds()) / 3600
+    if price_gb_month is None:
+        start, end, price = volume_spans(start, until)[0]
+    else:
+        end, price = until, price_gb_month
+    hours = Decimal((end - start).total_seconds()) / 3600
     gb_months = Decimal(size_gb) * hours / HOURS_PER_MONTH
     record, _ = StorageUsage.objects.get_or_create(
         volume=volume,
@@ -79,9 +115,9 @@ def storage_record(
             "user_id": user_id,
             "region": region,
             "size_gb": size_gb,
-            "ended_at": until,
+            "ended_at": end,
             "gb_months": gb_months.quantize(Decimal("0.000001")),
-            "cost": (gb_months * price_gb_month).quantize(Decimal("0.000001")),
+            "cost": (gb_months * price).quantize(Decimal("0.000001")),
         },
     )
     return record

@@ -17,6 +17,14 @@ function asksNatively(source: string): boolean {
   return !bindsOwn && /(?<![.\w$])confirm\s*\(/.test(source)
 }
 
+/** Whether `source` asks with the browser's prompt or alert (unstyled, untranslated buttons, and
+ * a prompt's reason box the app cannot require): the app's dialog has useAskReason for that. */
+function promptsNatively(source: string): boolean {
+  if (/\b(?:window|globalThis|self)\s*\.\s*(?:prompt|alert)\s*\(/.test(source)) return true
+  const bindsOwn = (name: string) => new RegExp(`\\b(?:const|let|function)\\s+${name}\\b`).test(source)
+  return ['prompt', 'alert'].some((name) => !bindsOwn(name) && new RegExp(`(?<![.\\w$])${name}\\s*\\(`).test(source))
+}
+
 describe('confirm dialogs', () => {
   it('tells the browser confirm from the app one', () => {
     // The forms the last two views used before they moved to useConfirm, and a few more.
@@ -35,5 +43,17 @@ describe('confirm dialogs', () => {
     expect(files.filter((file) => file.endsWith('.vue')).length).toBeGreaterThan(20)
     expect(files).toContain('../composables/useConfirm.ts')
     expect(files.filter((file) => asksNatively(sources[file]!))).toEqual([])
+  })
+
+  it('tells the browser prompt from the app one', () => {
+    expect(promptsNatively("reason = window.prompt(t('series.rejectAll')) ?? ''")).toBe(true)
+    expect(promptsNatively('const r = prompt(question)')).toBe(true)
+    expect(promptsNatively("globalThis.alert('done')")).toBe(true)
+    expect(promptsNatively("const reason = await askReason({ message, reasonLabel: t('x') })")).toBe(false)
+    expect(promptsNatively('t(\'series.prompt\'); onPrompt(); store.alert(1)')).toBe(false)
+  })
+
+  it('no component asks with window.prompt or window.alert', () => {
+    expect(Object.keys(sources).filter((file) => promptsNatively(sources[file]!))).toEqual([])
   })
 })

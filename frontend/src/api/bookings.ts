@@ -1,5 +1,5 @@
 import { api, unwrap } from './client'
-import type { ApprovalQueueItem, AuditEvent, Booking, BookingCreate, BookingStatus, DecisionOutcome, NotebookAccess, Page } from './types'
+import type { ApprovalQueueItem, AuditEvent, Booking, BookingCreate, BookingStatus, DecisionOutcome, NotebookAccess, Occurrence, Page, Series, SeriesCreate, SeriesDecision } from './types'
 
 export interface BookingFilters {
   page?: number
@@ -83,4 +83,43 @@ export function decisionHistory(page = 1): Promise<Page<AuditEvent>> {
       querySerializer: { array: { style: 'form', explode: false } },
     }),
   )
+}
+
+/** A recurring series: one request books every occurrence, each booked or refused with why. */
+export function createSeries(input: SeriesCreate, idempotencyKey?: string): Promise<Series> {
+  return unwrap(
+    api.POST('/api/v1/series/', {
+      body: input,
+      params: { header: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {} },
+    }),
+  )
+}
+
+export function getSeries(id: number): Promise<Series> {
+  return unwrap(api.GET('/api/v1/series/{id}/', { params: { path: { id } } }))
+}
+
+/** Cancel an occurrence and every later one (`fromBooking`), or every one not yet started. */
+export function cancelSeries(id: number, fromBooking: number | null, reason = ''): Promise<Series> {
+  return unwrap(
+    api.POST('/api/v1/series/{id}/cancel/', {
+      params: { path: { id } },
+      body: { from_booking: fromBooking, reason },
+    }),
+  )
+}
+
+/** Move an occurrence and the later ones on the series' wall clock; refusals come back listed. */
+export function moveSeries(id: number, fromBooking: number, shiftMinutes: number, durationMinutes?: number): Promise<Occurrence[]> {
+  return unwrap(
+    api.POST('/api/v1/series/{id}/move/', {
+      params: { path: { id } },
+      body: { from_booking: fromBooking, shift_minutes: shiftMinutes, ...(durationMinutes ? { duration_minutes: durationMinutes } : {}) },
+    }),
+  ).then((r) => r.occurrences)
+}
+
+export function decideSeries(id: number, decision: 'approve' | 'reject', reason = ''): Promise<SeriesDecision> {
+  const path = decision === 'approve' ? '/api/v1/series/{id}/approve/' : '/api/v1/series/{id}/reject/'
+  return unwrap(api.POST(path, { params: { path: { id } }, body: { reason } }))
 }

@@ -9,8 +9,10 @@ export const CHAT_EVENTS: ChatEvent[] = [
   'approval_needed',
   'booking_decided',
   'quota_threshold',
+  'budget_threshold',
   'idle_warning',
   'volume_near_full',
+  'waitlist_offer',
 ]
 
 /** Your chat channels and those of the labs you administer. */

@@ -1,5 +1,7 @@
 import createClient, { type Middleware } from 'openapi-fetch'
 
+import { i18n, toApiLanguage } from '@/i18n'
+
 import type { paths } from './schema'
 import type { ApiErrorBody, Window } from './types'
 
@@ -20,6 +22,15 @@ export const csrfMiddleware: Middleware = {
       const token = readCookie('csrftoken')
       if (token) request.headers.set('X-CSRFToken', token)
     }
+    return request
+  },
+}
+
+/** The server answers in the language this page shows (its errors, field errors, reasons and
+ *  findings), which may differ from the profile's (docs/api.md, X-LabGPU-Language). */
+export const languageMiddleware: Middleware = {
+  onRequest({ request }) {
+    request.headers.set('X-LabGPU-Language', toApiLanguage(i18n.global.locale.value))
     return request
   },
 }
@@ -49,7 +60,7 @@ export function makeClient(fetchImpl?: typeof fetch) {
     credentials: 'same-origin',
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
   })
-  client.use(csrfMiddleware, sessionMiddleware)
+  client.use(csrfMiddleware, languageMiddleware, sessionMiddleware)
   return client
 }
 

@@ -175,6 +175,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/availability/placement/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The earliest window of each pool of a GPU model your lab may book, earliest first; when
+         *     none fits, the earliest alternatives in any region and later.
+         */
+        get: operations["v1_availability_placement_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/blackouts/": {
         parameters: {
             query?: never;
@@ -439,6 +459,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/bookings/place/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Book the earliest window of a GPU model across the pools your lab may book. */
+        post: operations["v1_bookings_place_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/budgets/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Budgets of my labs with their current period's consumed, forecast and committed cost.
+         *     Members read them; lab admins set them (audited).
+         */
+        get: operations["v1_budgets_list"];
+        put?: never;
+        /**
+         * @description Budgets of my labs with their current period's consumed, forecast and committed cost.
+         *     Members read them; lab admins set them (audited).
+         */
+        post: operations["v1_budgets_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/budgets/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Budgets of my labs with their current period's consumed, forecast and committed cost.
+         *     Members read them; lab admins set them (audited).
+         */
+        get: operations["v1_budgets_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * @description Budgets of my labs with their current period's consumed, forecast and committed cost.
+         *     Members read them; lab admins set them (audited).
+         */
+        delete: operations["v1_budgets_destroy"];
+        options?: never;
+        head?: never;
+        /**
+         * @description Budgets of my labs with their current period's consumed, forecast and committed cost.
+         *     Members read them; lab admins set them (audited).
+         */
+        patch: operations["v1_budgets_partial_update"];
+        trace?: never;
+    };
     "/api/v1/chat-channels/": {
         parameters: {
             query?: never;
@@ -523,6 +612,59 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cost-centre-defaults/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Set the cost centre a member's bookings carry unless they name another (lab admins). */
+        post: operations["v1_cost_centre_defaults_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cost-centres/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A lab's cost centres (grant or project codes): members read them, lab admins keep them. */
+        get: operations["v1_cost_centres_list"];
+        put?: never;
+        /** @description Add a cost centre to a lab (its lab admins; audited). */
+        post: operations["v1_cost_centres_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cost-centres/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A lab's cost centres (grant or project codes): members read them, lab admins keep them. */
+        get: operations["v1_cost_centres_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** @description Rename or retire a cost centre (its lab admins; audited). */
+        patch: operations["v1_cost_centres_partial_update"];
         trace?: never;
     };
     "/api/v1/email/verify/": {
@@ -677,6 +819,40 @@ export interface paths {
          *     reports of a type.
          */
         get: operations["v1_instance_types_health_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/instance-types/{id}/price-adjustment/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Set the site admin's percent on the provider's price, effective now (audited). */
+        post: operations["v1_instance_types_price_adjustment_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/instance-types/{id}/prices/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Every price an instance type has had, newest first, with its effective time. */
+        get: operations["v1_instance_types_prices_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -854,6 +1030,60 @@ export interface paths {
          *     and remove them.
          */
         patch: operations["v1_labs_members_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/labs/{lab_pk}/statement/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A lab's monthly statement (UTC month): lines per user, cost centre and pool, GPU and
+         *     storage cost in USD, totals equal to the usage ledger to the cent.
+         */
+        get: operations["v1_labs_statement_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/labs/{lab_pk}/statement/html/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The statement as a printable HTML page in the caller's language (or `language`). */
+        get: operations["v1_labs_statement_html_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/labs/{lab_pk}/statement/pdf/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The statement as a PDF in the caller's language (or `language`). */
+        get: operations["v1_labs_statement_pdf_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/labs/{id}/": {
@@ -1251,6 +1481,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/prices/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Prices in force now (USD): each instance type's provider price beside the site admin's
+         *     adjustment and the price labs pay, the volume price, the display currency.
+         */
+        get: operations["v1_prices_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/prices/display-currency/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The optional display currency and its rate per USD (site admins change it, audited). */
+        get: operations["v1_prices_display_currency_retrieve"];
+        /** @description The optional display currency and its rate per USD (site admins change it, audited). */
+        put: operations["v1_prices_display_currency_update"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/prices/sync/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Read the providers' price lists now (site admins); the beat does it hourly. */
+        post: operations["v1_prices_sync_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/provider-accounts/": {
         parameters: {
             query?: never;
@@ -1382,6 +1667,122 @@ export interface paths {
         get: operations["v1_quotas_retrieve"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/series/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Recurring series: one request books every occurrence (each through the booking rules)
+         *     and answers with each one booked or refused; see services/series.py.
+         */
+        get: operations["v1_series_list"];
+        put?: never;
+        /**
+         * @description Book a recurring series. 201 with every occurrence (booked, or refused with the rule's
+         *     code and message); 409 `series_refused` (each occurrence listed in `extra.occurrences`)
+         *     when nothing could be booked, or any occurrence could not with `all_or_nothing`.
+         */
+        post: operations["v1_series_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/series/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Recurring series: one request books every occurrence (each through the booking rules)
+         *     and answers with each one booked or refused; see services/series.py.
+         */
+        get: operations["v1_series_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/series/{id}/approve/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Approve every pending occurrence at once (a lab admin of the series' lab). */
+        post: operations["v1_series_approve_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/series/{id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Cancel an occurrence and every later one (`from_booking`), or all not yet started. */
+        post: operations["v1_series_cancel_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/series/{id}/move/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Move an occurrence and the later ones not yet started (shift on the series' wall
+         *     clock, new length); each through every rule, a refused one keeps its times (listed).
+         */
+        post: operations["v1_series_move_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/series/{id}/reject/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Reject every pending occurrence at once (say why). */
+        post: operations["v1_series_reject_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1579,7 +1980,13 @@ export interface paths {
          */
         get: operations["v1_volumes_list"];
         put?: never;
-        post?: never;
+        /**
+         * @description Create a volume in a pool that offers them: yours, or your lab's where the pool's
+         *     volumes belong to labs. Made at the provider by a worker (state `creating`, then
+         *     `available`). Refused: 409 `volume_exists` (one per owner and region), 400 with the field
+         *     for a pool without volumes, a region not the pool's, a size over the pool's limit.
+         */
+        post: operations["v1_volumes_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1601,6 +2008,30 @@ export interface paths {
          *     Refused (409 `volume_in_use`) while a booking uses it.
          */
         delete: operations["v1_volumes_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/volumes/{id}/resize/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Grow a volume (never shrink: the provider resizes volumes upwards only), within its
+         *     pool's limit; its owner, the owning lab's admins, or a site admin. A worker asks the
+         *     provider (`resize_to_gb` until it accepted); storage is billed at the new size from the
+         *     provider's acceptance. After a grow, extend the filesystem on the node
+         *     (`resize2fs` for ext4). Refused: 400 `volume_shrink` / `volume_size_out_of_range` on
+         *     `size_gb`, 409 `volume_busy` or `volume_resize_pending`.
+         */
+        post: operations["v1_volumes_resize_create"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1644,6 +2075,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/waitlist/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The waitlist of full windows: join, see your place, take or decline an offer, leave
+         *     (labgpu/waitlist/services.py states the fairness rule).
+         */
+        get: operations["v1_waitlist_list"];
+        put?: never;
+        /** @description Join the waitlist of a full window (a pool, or any pool of a GPU model). */
+        post: operations["v1_waitlist_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/waitlist/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The waitlist of full windows: join, see your place, take or decline an offer, leave
+         *     (labgpu/waitlist/services.py states the fairness rule).
+         */
+        get: operations["v1_waitlist_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/waitlist/{id}/accept/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Take the held offer: its booking is scheduled (pending where the pool needs approval). */
+        post: operations["v1_waitlist_accept_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/waitlist/{id}/decline/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Turn the offer down: it passes to the next in line and this entry ends. */
+        post: operations["v1_waitlist_decline_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/waitlist/{id}/leave/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Leave the waitlist (an open offer passes to the next in line). */
+        post: operations["v1_waitlist_leave_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1655,10 +2178,18 @@ export interface components {
          * @enum {string}
          */
         ActionEnum: "continue" | "stop" | "deep_check";
+        AdjustmentInputRequest: {
+            /** @description Percent on the provider's price, -100 to 1000 (two decimals). */
+            adjustment_pct: string;
+        };
         AgentBootstrap: {
             node: number;
             heartbeat_token: string;
             profile: string;
+            /**
+             * Format: double
+             * @description Seconds between heartbeats (LABGPU_HEARTBEAT_INTERVAL_S; 30 in production).
+             */
             heartbeat_interval_s: number;
             required_smoke: string[];
             /** @description Only when the booking asked for JupyterLab. */
@@ -1757,6 +2288,7 @@ export interface components {
             target_id: string;
             lab?: number | null;
             data?: unknown;
+            readonly reason: string | null;
         };
         AuthProviders: {
             /** @description Whether the login page offers the username and password form. */
@@ -1830,11 +2362,13 @@ export interface components {
             /** Format: date-time */
             readonly pending_end: string | null;
             readonly purpose: string;
+            readonly cost_centre: number | null;
             readonly status: components["schemas"]["BookingStatusEnum"];
             /** Format: date-time */
             readonly status_changed_at: string | null;
             readonly on_demand: boolean;
             readonly jupyter: boolean;
+            readonly series: number | null;
             readonly gpu_count: number;
             /** Format: decimal */
             readonly price_per_hour: string;
@@ -1890,6 +2424,11 @@ export interface components {
              * @default false
              */
             jupyter: boolean;
+            /**
+             * Format: int64
+             * @description A cost centre of the booking's lab; omitted: the member's default.
+             */
+            cost_centre?: number | null;
         };
         BookingExtendRequest: {
             /** Format: date-time */
@@ -1921,6 +2460,7 @@ export interface components {
         };
         /**
          * @description * `pending` - Pending approval
+         *     * `offered` - Offered from the waitlist
          *     * `scheduled` - Scheduled
          *     * `provisioning` - Provisioning
          *     * `ready` - Ready
@@ -1932,7 +2472,7 @@ export interface components {
          *     * `failed` - Failed
          * @enum {string}
          */
-        BookingStatusEnum: "pending" | "scheduled" | "provisioning" | "ready" | "ending" | "completed" | "cancelled" | "rejected" | "expired" | "failed";
+        BookingStatusEnum: "pending" | "offered" | "scheduled" | "provisioning" | "ready" | "ending" | "completed" | "cancelled" | "rejected" | "expired" | "failed";
         BookingUtilisation: {
             booking: number;
             /** Format: double */
@@ -1951,6 +2491,63 @@ export interface components {
             idle_ends_at: string | null;
             idle_policy: components["schemas"]["IdlePolicy"] | null;
             samples: components["schemas"]["UtilisationSample"][];
+        };
+        /** @description A budget with its current period: what is consumed, forecast and committed in it. */
+        Budget: {
+            readonly id: number;
+            readonly lab: components["schemas"]["LabSummary"];
+            readonly cost_centre: number | null;
+            readonly cost_centre_code: string | null;
+            readonly period: components["schemas"]["PeriodEnum"];
+            /** Format: date */
+            readonly starts_on: string | null;
+            /** Format: date */
+            readonly ends_on: string | null;
+            /** Format: decimal */
+            readonly amount: string;
+            readonly currency: string;
+            readonly enforcement: components["schemas"]["EnforcementEnum"];
+            /** Format: date-time */
+            readonly period_start: string;
+            /** Format: date-time */
+            readonly period_end: string;
+            /** Format: decimal */
+            readonly consumed: string;
+            /**
+             * Format: decimal
+             * @description Running bookings priced to their end.
+             */
+            readonly forecast: string;
+            /**
+             * Format: decimal
+             * @description Bookings not yet started, priced at the current hourly price.
+             */
+            readonly committed: string;
+            /**
+             * Format: decimal
+             * @description consumed + forecast + committed: what the period comes to as booked.
+             */
+            readonly projected: string;
+            /** Format: decimal */
+            readonly left: string;
+            /** Format: decimal */
+            readonly percent: string;
+        };
+        BudgetCreateRequest: {
+            lab: number;
+            cost_centre?: number | null;
+            /** @default month */
+            period: components["schemas"]["PeriodEnum"];
+            /** Format: date */
+            starts_on?: string | null;
+            /** Format: date */
+            ends_on?: string | null;
+            /** Format: decimal */
+            amount: string;
+            /** @default USD */
+            currency: string;
+            /** @default soft */
+            enforcement: components["schemas"]["EnforcementEnum"];
         };
         BulkDecisionRequest: {
             ids: number[];
@@ -1977,6 +2574,8 @@ export interface components {
             readonly lab: {
                 [key: string]: unknown;
             } | null;
+            /** @description Its series, for your own labs' bookings. */
+            readonly series: number | null;
         };
         CalendarFeed: {
             readonly id: number;
@@ -2099,6 +2698,42 @@ export interface components {
          * @enum {string}
          */
         ChatDeliveryStatusEnum: "pending" | "retrying" | "sent" | "failed";
+        Conversion: {
+            code: string;
+            /** Format: decimal */
+            rate: string;
+            /** Format: date */
+            rate_date: string;
+        };
+        CostCentre: {
+            readonly id: number;
+            readonly lab: number;
+            readonly code: string;
+            readonly name: string;
+            readonly is_active: boolean;
+            /** @description Ids of the members whose bookings carry it unless they name another. */
+            readonly default_for: number[];
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        CostCentreCreateRequest: {
+            lab: number;
+            code: string;
+            /** @default  */
+            name: string;
+        };
+        CostCentreDefault: {
+            lab: number;
+            user: number;
+            /** @description null: the member's bookings carry no cost centre unless they name one. */
+            cost_centre: number | null;
+        };
+        CostCentreDefaultRequest: {
+            lab: number;
+            user: number;
+            /** @description null: the member's bookings carry no cost centre unless they name one. */
+            cost_centre: number | null;
+        };
         CsrfOk: {
             detail: string;
         };
@@ -2137,6 +2772,23 @@ export interface components {
             /** Format: date-time */
             deep_check_requested_at: string;
         };
+        DisplayCurrency: {
+            /** @description "" = amounts in USD only. */
+            code: string;
+            /**
+             * Format: decimal
+             * @description Units of `code` per USD.
+             */
+            rate: string | null;
+            /** Format: date */
+            rate_date: string | null;
+        };
+        DisplayCurrencyInputRequest: {
+            code: string;
+            rate?: string;
+            /** Format: date */
+            rate_date?: string | null;
+        };
         EmailChangeRequest: {
             /** Format: email */
             email: string;
@@ -2149,18 +2801,26 @@ export interface components {
             token: string;
         };
         /**
+         * @description * `soft` - Soft: warn
+         *     * `hard` - Hard: refuse bookings over it
+         * @enum {string}
+         */
+        EnforcementEnum: "soft" | "hard";
+        /**
          * @description * `booking_ready` - Node ready
          *     * `booking_ending_soon` - Booking ending soon
          *     * `booking_failed` - Booking failed or node replaced
          *     * `approval_needed` - Approval needed
          *     * `booking_decided` - Booking approved or rejected
          *     * `quota_threshold` - Quota at 80 % / 100 %
+         *     * `budget_threshold` - Budget at 50 % / 80 % / 100 %
          *     * `idle_warning` - Idle warning
          *     * `volume_near_full` - Volume near full
+         *     * `waitlist_offer` - Waitlist offer or booking
          *     * `test` - Test message
          * @enum {string}
          */
-        EventEnum: "booking_ready" | "booking_ending_soon" | "booking_failed" | "approval_needed" | "booking_decided" | "quota_threshold" | "idle_warning" | "volume_near_full" | "test";
+        EventEnum: "booking_ready" | "booking_ending_soon" | "booking_failed" | "approval_needed" | "booking_decided" | "quota_threshold" | "budget_threshold" | "idle_warning" | "volume_near_full" | "waitlist_offer" | "test";
         /**
          * @description * `booking_ready` - booking_ready
          *     * `booking_ending_soon` - booking_ending_soon
@@ -2168,11 +2828,13 @@ export interface components {
          *     * `approval_needed` - approval_needed
          *     * `booking_decided` - booking_decided
          *     * `quota_threshold` - quota_threshold
+         *     * `budget_threshold` - budget_threshold
          *     * `idle_warning` - idle_warning
          *     * `volume_near_full` - volume_near_full
+         *     * `waitlist_offer` - waitlist_offer
          * @enum {string}
          */
-        EventsEnum: "booking_ready" | "booking_ending_soon" | "booking_failed" | "approval_needed" | "booking_decided" | "quota_threshold" | "idle_warning" | "volume_near_full";
+        EventsEnum: "booking_ready" | "booking_ending_soon" | "booking_failed" | "approval_needed" | "booking_decided" | "quota_threshold" | "budget_threshold" | "idle_warning" | "volume_near_full" | "waitlist_offer";
         /**
          * @description * `user` - My bookings
          *     * `pool` - Pool
@@ -2187,6 +2849,13 @@ export interface components {
             /** @description Why a booking of this window would be refused by your own limits in the lab (hours per week, bookings at a time); null when it would not. */
             refused: components["schemas"]["WindowRefusal"] | null;
         };
+        /**
+         * @description * `daily` - Daily
+         *     * `weekly` - Weekly
+         *     * `monthly` - Monthly
+         * @enum {string}
+         */
+        FrequencyEnum: "daily" | "weekly" | "monthly";
         /**
          * @description * `amd` - AMD
          *     * `nvidia` - NVIDIA
@@ -2339,6 +3008,36 @@ export interface components {
                 [key: string]: components["schemas"]["Baseline"];
             };
             reports: components["schemas"]["HealthReport"][];
+        };
+        InstanceTypePrice: {
+            instance_type: number;
+            instance_type_name: string;
+            provider_size: string;
+            /**
+             * Format: decimal
+             * @description USD per hour, from the provider's /v2/sizes.
+             */
+            provider_price_hourly: string;
+            /** Format: decimal */
+            provider_price_monthly: string | null;
+            /**
+             * Format: decimal
+             * @description Site admin's percent: -10 = 10 % discount.
+             */
+            adjustment_pct: string;
+            /**
+             * Format: decimal
+             * @description USD per hour the lab pays.
+             */
+            price_hourly: string;
+            /**
+             * Format: decimal
+             * @description In the display currency.
+             */
+            price_hourly_converted: string | null;
+            /** Format: date-time */
+            effective_from: string | null;
+            source: string;
         };
         InstanceTypeRequest: {
             name: string;
@@ -2622,6 +3321,7 @@ export interface components {
             provisioning_lead_minutes?: number;
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
+            waitlist_hold_minutes?: number;
             idle_reclaim_minutes?: number | null;
             idle_grace_minutes?: number;
             /**
@@ -2632,6 +3332,8 @@ export interface components {
              *     * `lab` - One volume per lab
              */
             volume_scope?: components["schemas"]["VolumeScopeEnum"];
+            /** @description The largest volume (GB) researchers may create or grow in this pool; empty: the site's default limit. */
+            max_volume_gb?: number | null;
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -2651,6 +3353,7 @@ export interface components {
             provisioning_lead_minutes?: number;
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
+            waitlist_hold_minutes?: number;
             idle_reclaim_minutes?: number | null;
             idle_grace_minutes?: number;
             /**
@@ -2661,6 +3364,8 @@ export interface components {
              *     * `lab` - One volume per lab
              */
             volume_scope?: components["schemas"]["VolumeScopeEnum"];
+            /** @description The largest volume (GB) researchers may create or grow in this pool; empty: the site's default limit. */
+            max_volume_gb?: number | null;
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -2704,6 +3409,18 @@ export interface components {
         NotificationRead: {
             /** @description How many unread notifications are now read. */
             marked: number;
+        };
+        Occurrence: {
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            booking: number | null;
+            /** @description The booking's status, or `refused` (the rules said no: `code`, `message`). */
+            status: string;
+            /** @description Why the rules refused it (empty when booked). */
+            code: string;
+            message: string;
         };
         PaginatedAuditEventList: {
             /** @example 123 */
@@ -2749,6 +3466,36 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["Booking"][];
+        };
+        PaginatedBudgetList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["Budget"][];
+        };
+        PaginatedCostCentreList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["CostCentre"][];
         };
         PaginatedGroupMappingList: {
             /** @example 123 */
@@ -2900,6 +3647,36 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["QuotaRequest"][];
         };
+        PaginatedSeriesList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["Series"][];
+        };
+        PaginatedWaitlistEntryList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["WaitlistEntry"][];
+        };
         PatchedBlackoutRequest: {
             pool?: number;
             /** Format: date-time */
@@ -2907,6 +3684,17 @@ export interface components {
             /** Format: date-time */
             end?: string;
             reason?: string;
+        };
+        PatchedBudgetUpdateRequest: {
+            period?: components["schemas"]["PeriodEnum"];
+            /** Format: date */
+            starts_on?: string | null;
+            /** Format: date */
+            ends_on?: string | null;
+            /** Format: decimal */
+            amount?: string;
+            currency?: string;
+            enforcement?: components["schemas"]["EnforcementEnum"];
         };
         /** @description What the owner may change; the kind and the owner stay what they were made. */
         PatchedChatChannelUpdateRequest: {
@@ -2919,6 +3707,10 @@ export interface components {
             url?: string;
             /** @description A new signing secret replacing the stored one (never shown again). */
             secret?: string;
+        };
+        PatchedCostCentreUpdateRequest: {
+            name?: string;
+            is_active?: boolean;
         };
         PatchedGroupMappingRequest: {
             source?: components["schemas"]["GroupMappingSourceEnum"];
@@ -2980,6 +3772,7 @@ export interface components {
             provisioning_lead_minutes?: number;
             teardown_grace_minutes?: number;
             requires_approval?: boolean;
+            waitlist_hold_minutes?: number;
             idle_reclaim_minutes?: number | null;
             idle_grace_minutes?: number;
             /**
@@ -2990,6 +3783,8 @@ export interface components {
              *     * `lab` - One volume per lab
              */
             volume_scope?: components["schemas"]["VolumeScopeEnum"];
+            /** @description The largest volume (GB) researchers may create or grow in this pool; empty: the site's default limit. */
+            max_volume_gb?: number | null;
             /** @description Empty: every lab may book this pool. */
             allowed_labs?: number[];
             is_active?: boolean;
@@ -3002,6 +3797,74 @@ export interface components {
             token_env_var?: string;
             is_active?: boolean;
         };
+        /**
+         * @description * `month` - Every month
+         *     * `custom` - Custom period
+         * @enum {string}
+         */
+        PeriodEnum: "month" | "custom";
+        PlacementAvailability: {
+            gpu_model: string;
+            duration_minutes: number;
+            regions: string[];
+            /** @description The earliest window of each pool that fits, earliest first. */
+            windows: components["schemas"]["PlacementWindow"][];
+            /** @description Only when no window fits: the earliest ones in any region, without the latest end (one per pool). */
+            alternatives: components["schemas"]["PlacementWindow"][];
+        };
+        /** @description Book the earliest window: a booking's body, with a placement instead of a pool and times. */
+        PlacementBookRequest: {
+            /** @description The instance types' GPU model, e.g. MI300X (any case). */
+            gpu_model: string;
+            /**
+             * Format: decimal
+             * @description How long, in hours (whole minutes: 1.5, 8).
+             */
+            hours: string;
+            /**
+             * Format: date-time
+             * @description Earliest start (default: now).
+             */
+            after?: string;
+            /**
+             * Format: date-time
+             * @description Latest end (default: as far ahead as each pool takes bookings).
+             */
+            before?: string;
+            /** @description Only instances of this many GPUs. */
+            gpu_count?: number;
+            /** @default  */
+            purpose: string;
+            /** @description Needed when you are in several labs. */
+            lab?: number | null;
+            /**
+             * @description Start JupyterLab on the node (loopback only).
+             * @default false
+             */
+            jupyter: boolean;
+            /**
+             * Format: int64
+             * @description A cost centre of the booking's lab; omitted: the member's default.
+             */
+            cost_centre?: number | null;
+            /** @description Regions to consider (default: any region). */
+            regions?: string[];
+        };
+        PlacementWindow: {
+            pool: number;
+            pool_name: string;
+            region: string;
+            gpu_model: string;
+            gpu_count: number;
+            /** @description A booking here waits for a lab admin's approval. */
+            requires_approval: boolean;
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            /** @description Why your own limits in the lab would refuse a booking of it; null: they would not. */
+            refused: components["schemas"]["WindowRefusal"] | null;
+        };
         /** @description How long a pool's nodes took from creation to handover (its latest ready nodes). */
         PoolReadyTime: {
             pool: number;
@@ -3009,6 +3872,34 @@ export interface components {
             max_seconds: number;
             samples: number;
         };
+        PriceList: {
+            /** @default USD */
+            currency: string;
+            instance_types: components["schemas"]["InstanceTypePrice"][];
+            volume: components["schemas"]["VolumePrice"];
+            display_currency: components["schemas"]["DisplayCurrency"] | null;
+        };
+        PriceRow: {
+            /** Format: date-time */
+            readonly effective_from: string;
+            /** Format: decimal */
+            readonly provider_price_hourly: string;
+            /** Format: decimal */
+            readonly provider_price_monthly: string | null;
+            /** Format: decimal */
+            readonly adjustment_pct: string;
+            /** Format: decimal */
+            readonly price_hourly: string;
+            readonly source: components["schemas"]["PriceRowSourceEnum"];
+        };
+        /**
+         * @description * `sync` - Provider price list
+         *     * `adjustment` - Site admin adjustment
+         *     * `catalog` - Catalog price (before the first sync)
+         *     * `setting` - Configured list price
+         * @enum {string}
+         */
+        PriceRowSourceEnum: "sync" | "adjustment" | "catalog" | "setting";
         ProviderAccount: {
             readonly id: number;
             name: string;
@@ -3128,6 +4019,110 @@ export interface components {
          * @enum {string}
          */
         ScopesEnum: "read" | "book" | "feeds" | "admin";
+        Series: {
+            readonly id: number;
+            readonly pool: number;
+            readonly pool_name: string;
+            readonly lab: components["schemas"]["LabSummary"];
+            readonly user: components["schemas"]["UserSummary"];
+            readonly frequency: components["schemas"]["FrequencyEnum"];
+            readonly interval: number;
+            readonly weekdays: unknown;
+            readonly month_day: number | null;
+            readonly timezone: string;
+            /** Format: date-time */
+            readonly first_start: string;
+            readonly duration_minutes: number;
+            readonly count: number | null;
+            /** Format: date */
+            readonly until: string | null;
+            readonly exceptions: unknown;
+            readonly purpose: string;
+            readonly all_or_nothing: boolean;
+            readonly occurrences: components["schemas"]["Occurrence"][];
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        SeriesCancelRequest: {
+            /** @description Cancel this occurrence and the later ones (default: all not yet started). */
+            from_booking?: number | null;
+            /** @default  */
+            reason: string;
+        };
+        SeriesChanged: {
+            occurrences: components["schemas"]["Occurrence"][];
+        };
+        /** @description A recurring booking: the first occurrence's [start, end) and how it repeats. */
+        SeriesCreateRequest: {
+            /**
+             * Format: int64
+             * @description Pool id
+             */
+            pool: number;
+            /**
+             * Format: date-time
+             * @description The first occurrence's start; its wall-clock time in `timezone` is every occurrence's.
+             */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            /** @default  */
+            purpose: string;
+            /** @description Needed when you are in several labs. */
+            lab?: number | null;
+            /**
+             * @description Start JupyterLab on the node (loopback only).
+             * @default false
+             */
+            jupyter: boolean;
+            /**
+             * Format: int64
+             * @description A cost centre of the booking's lab; omitted: the member's default.
+             */
+            cost_centre?: number | null;
+            frequency: components["schemas"]["FrequencyEnum"];
+            /**
+             * @description Every N days, weeks or months.
+             * @default 1
+             */
+            interval: number;
+            /** @description Weekly: the days (default: the first start's). */
+            weekdays?: components["schemas"]["WeekdaysEnum"][];
+            /** @description Monthly: the day of the month (default: the first start's); months without it are skipped. */
+            month_day?: number | null;
+            /** @description How many occurrences (at most 104); or give `until`. */
+            count?: number | null;
+            /**
+             * Format: date
+             * @description The last local day an occurrence may start.
+             */
+            until?: string | null;
+            /** @description Local days to skip. */
+            exceptions?: string[];
+            /** @description Default: your profile's time zone. */
+            timezone?: string;
+            /**
+             * @description Book nothing unless every occurrence can be booked.
+             * @default false
+             */
+            all_or_nothing: boolean;
+        };
+        SeriesDecision: {
+            approved: number[];
+            rejected: number[];
+            expired: number[];
+        };
+        SeriesMoveRequest: {
+            /** @description This occurrence and the later ones. */
+            from_booking: number;
+            /**
+             * @description Move each start by this much on the series' wall clock.
+             * @default 0
+             */
+            shift_minutes: number;
+            /** @description A new length for each. */
+            duration_minutes?: number | null;
+        };
         SshKey: {
             readonly id: number;
             name: string;
@@ -3147,6 +4142,47 @@ export interface components {
             /** @description Send the browser here, with ?next=<SPA path>. */
             login_url: string;
         };
+        Statement: {
+            lab: number;
+            lab_name: string;
+            /** Format: date */
+            month: string;
+            /** @default USD */
+            currency: string;
+            lines: components["schemas"]["StatementLine"][];
+            /** Format: decimal */
+            gpu_total: string;
+            /** Format: decimal */
+            storage_total: string;
+            /** Format: decimal */
+            total: string;
+            readonly total_converted: string | null;
+            conversion: components["schemas"]["Conversion"] | null;
+            /** Format: date-time */
+            generated_at: string;
+        };
+        StatementLine: {
+            kind: components["schemas"]["StatementLineKindEnum"];
+            user: string;
+            cost_centre: string;
+            pool: string;
+            /**
+             * Format: decimal
+             * @description GPU-hours (gpu) or GB-months (storage).
+             */
+            quantity: string;
+            /**
+             * Format: decimal
+             * @description USD
+             */
+            amount: string;
+        };
+        /**
+         * @description * `gpu` - gpu
+         *     * `storage` - storage
+         * @enum {string}
+         */
+        StatementLineKindEnum: "gpu" | "storage";
         StorageRow: {
             lab: number;
             lab_name: string;
@@ -3154,6 +4190,15 @@ export interface components {
             gb_months: string;
             /** Format: decimal */
             cost: string;
+        };
+        SyncResult: {
+            changed: {
+                [key: string]: unknown;
+            }[];
+            unchanged: number;
+            missing: string[];
+            errors: string[];
+            volume_changed: boolean;
         };
         /**
          * @description * `Africa/Abidjan` - Africa/Abidjan
@@ -3782,6 +4827,9 @@ export interface components {
             day?: string;
             booking?: number;
             booking_name?: string;
+            cost_centre?: number;
+            /** @description The cost centre's code; empty for usage booked to none. */
+            cost_centre_name?: string;
             /** Format: decimal */
             gpu_hours: string;
             /** Format: decimal */
@@ -3843,7 +4891,14 @@ export interface components {
             readonly id: number;
             readonly name: string;
             readonly region: string;
+            readonly pool: number | null;
             readonly size_gb: number;
+            /** @description The size a grow asked for, until the provider accepted it; null otherwise. */
+            readonly resize_to_gb: number | null;
+            /** @description The largest size it may grow to (its pool's limit, else the site's). */
+            readonly limit_gb: number;
+            /** @description The provider's refusal of the last grow; blank if none. */
+            readonly last_error: string;
             /**
              * Format: decimal
              * @description GB in use on /data as the node's agent last reported it (≤ size_gb); null until known.
@@ -3869,6 +4924,26 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        VolumeCreateRequest: {
+            /** @description A pool that offers volumes (volume_scope ≠ none). */
+            pool: number;
+            /** @description ≤ the pool's max_volume_gb. */
+            size_gb: number;
+            /** @description One of the pool's regions (its region or a fallback); default its region. */
+            region?: string;
+            /** @description The owning lab, for pools whose volumes belong to labs. */
+            lab?: number;
+        };
+        VolumePrice: {
+            /** Format: decimal */
+            price_gb_month: string;
+            /** Format: date-time */
+            effective_from: string | null;
+        };
+        VolumeResizeRequest: {
+            /** @description The new size: more than today's, ≤ limit_gb (volumes only grow). */
+            size_gb: number;
+        };
         /**
          * @description * `none` - No persistent volume
          *     * `user` - One volume per user
@@ -3886,6 +4961,87 @@ export interface components {
          * @enum {string}
          */
         VolumeStateEnum: "creating" | "available" | "attached" | "detaching" | "deleting" | "deleted";
+        WaitlistEntry: {
+            readonly id: number;
+            readonly lab: number;
+            readonly lab_name: string;
+            readonly username: string;
+            readonly pool: number | null;
+            readonly pool_name: string | null;
+            readonly gpu_model: string;
+            /** Format: date-time */
+            readonly earliest_start: string;
+            /** Format: date-time */
+            readonly latest_end: string;
+            readonly duration_minutes: number;
+            readonly auto_book: boolean;
+            readonly purpose: string;
+            readonly status: components["schemas"]["WaitlistEntryStatusEnum"];
+            readonly status_display: string;
+            /** @description Place in line while waiting (1: offered next); null otherwise. */
+            readonly position: number | null;
+            readonly booking: number | null;
+            readonly offer: {
+                pool: number;
+                pool_name: string;
+                /** Format: date-time */
+                start: string;
+                /** Format: date-time */
+                end: string;
+                booking_status: string;
+            } | null;
+            /** Format: date-time */
+            readonly offered_at: string | null;
+            /** Format: date-time */
+            readonly offer_expires_at: string | null;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        /**
+         * @description * `waiting` - Waiting
+         *     * `offered` - Offered
+         *     * `booked` - Booked
+         *     * `declined` - Declined
+         *     * `lapsed` - Offer not taken in time
+         *     * `left` - Left the waitlist
+         *     * `closed` - Window passed
+         * @enum {string}
+         */
+        WaitlistEntryStatusEnum: "waiting" | "offered" | "booked" | "declined" | "lapsed" | "left" | "closed";
+        WaitlistJoinRequest: {
+            /** @description The pool to wait for; or give `gpu_model` to wait for any pool of it. */
+            pool?: number | null;
+            /**
+             * @description A GPU model (e.g. MI300X): any pool of it your lab may book.
+             * @default
+             */
+            gpu_model: string;
+            /** Format: date-time */
+            earliest_start: string;
+            /** Format: date-time */
+            latest_end: string;
+            duration_minutes: number;
+            /**
+             * @description Book at once when capacity frees, instead of a held offer to take.
+             * @default false
+             */
+            auto_book: boolean;
+            /** @default  */
+            purpose: string;
+            /** @description Needed when you are in several labs. */
+            lab?: number | null;
+        };
+        /**
+         * @description * `MO` - MO
+         *     * `TU` - TU
+         *     * `WE` - WE
+         *     * `TH` - TH
+         *     * `FR` - FR
+         *     * `SA` - SA
+         *     * `SU` - SU
+         * @enum {string}
+         */
+        WeekdaysEnum: "MO" | "TU" | "WE" | "TH" | "FR" | "SA" | "SU";
         Window: {
             /** Format: date-time */
             start: string;
@@ -4641,6 +5797,87 @@ export interface operations {
             };
         };
     };
+    v1_availability_placement_retrieve: {
+        parameters: {
+            query: {
+                /** @description Earliest start (default: now). */
+                after?: string;
+                /** @description Latest end (default: as far ahead as each pool takes bookings). */
+                before?: string;
+                /** @description At most this many. */
+                count?: number;
+                /** @description Only instances of this many GPUs. */
+                gpu_count?: number;
+                /** @description The instance types' GPU model, e.g. MI300X (any case). */
+                gpu_model: string;
+                /** @description How long, in hours (whole minutes: 1.5, 8). */
+                hours: string;
+                /** @description The lab that would book (needed when you are in several). */
+                lab?: number;
+                /** @description Comma-separated regions to consider (default: any region). */
+                regions?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlacementAvailability"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_blackouts_list: {
         parameters: {
             query?: {
@@ -5181,6 +6418,7 @@ export interface operations {
                 start_after?: string;
                 /**
                  * @description * `pending` - Pending approval
+                 *     * `offered` - Offered from the waitlist
                  *     * `scheduled` - Scheduled
                  *     * `provisioning` - Provisioning
                  *     * `ready` - Ready
@@ -5191,7 +6429,7 @@ export interface operations {
                  *     * `expired` - Expired
                  *     * `failed` - Failed
                  */
-                status?: ("cancelled" | "completed" | "ending" | "expired" | "failed" | "pending" | "provisioning" | "ready" | "rejected" | "scheduled")[];
+                status?: ("cancelled" | "completed" | "ending" | "expired" | "failed" | "offered" | "pending" | "provisioning" | "ready" | "rejected" | "scheduled")[];
                 user?: number;
             };
             header?: never;
@@ -6176,6 +7414,466 @@ export interface operations {
             };
         };
     };
+    v1_bookings_place_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retrying with the same key returns the original booking (200). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlacementBookRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PlacementBookRequest"];
+                "multipart/form-data": components["schemas"]["PlacementBookRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_budgets_list: {
+        parameters: {
+            query?: {
+                /** @description The budget period containing this moment (ISO 8601 with an offset; a booking's start), default now: what is consumed, forecast and committed in it. */
+                at?: string;
+                cost_centre?: number;
+                lab?: number;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedBudgetList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_budgets_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetCreateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["BudgetCreateRequest"];
+                "multipart/form-data": components["schemas"]["BudgetCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_budgets_retrieve: {
+        parameters: {
+            query?: {
+                /** @description The budget period containing this moment (ISO 8601 with an offset; a booking's start), default now: what is consumed, forecast and committed in it. */
+                at?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this budget. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_budgets_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this budget. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_budgets_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this budget. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedBudgetUpdateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedBudgetUpdateRequest"];
+                "multipart/form-data": components["schemas"]["PatchedBudgetUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_chat_channels_list: {
         parameters: {
             query?: never;
@@ -6615,6 +8313,384 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatDelivery"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_cost_centre_defaults_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CostCentreDefaultRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["CostCentreDefaultRequest"];
+                "multipart/form-data": components["schemas"]["CostCentreDefaultRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CostCentreDefault"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_cost_centres_list: {
+        parameters: {
+            query?: {
+                is_active?: boolean;
+                lab?: number;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedCostCentreList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_cost_centres_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CostCentreCreateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["CostCentreCreateRequest"];
+                "multipart/form-data": components["schemas"]["CostCentreCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CostCentre"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_cost_centres_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this cost centre. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CostCentre"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_cost_centres_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this cost centre. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedCostCentreUpdateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedCostCentreUpdateRequest"];
+                "multipart/form-data": components["schemas"]["PatchedCostCentreUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CostCentre"];
                 };
             };
             /** @description Invalid input */
@@ -7496,6 +9572,153 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InstanceTypeHealth"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_instance_types_price_adjustment_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdjustmentInputRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["AdjustmentInputRequest"];
+                "multipart/form-data": components["schemas"]["AdjustmentInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PriceRow"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_instance_types_prices_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PriceRow"][];
                 };
             };
             /** @description Invalid input */
@@ -8496,6 +10719,234 @@ export interface operations {
             };
             /** @description Conflict (e.g. pool full: extra.next_free) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_statement_retrieve: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Default: the caller's language.
+                 *
+                 *     * `en` - en
+                 *     * `zh-hans` - zh-hans
+                 */
+                language?: "en" | "zh-hans";
+                /** @description YYYY-MM (UTC months); default: the previous month. */
+                month?: string;
+            };
+            header?: never;
+            path: {
+                lab_pk: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Statement"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_statement_html_retrieve: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Default: the caller's language.
+                 *
+                 *     * `en` - en
+                 *     * `zh-hans` - zh-hans
+                 */
+                language?: "en" | "zh-hans";
+                /** @description YYYY-MM (UTC months); default: the previous month. */
+                month?: string;
+            };
+            header?: never;
+            path: {
+                lab_pk: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_labs_statement_pdf_retrieve: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Default: the caller's language.
+                 *
+                 *     * `en` - en
+                 *     * `zh-hans` - zh-hans
+                 */
+                language?: "en" | "zh-hans";
+                /** @description YYYY-MM (UTC months); default: the previous month. */
+                month?: string;
+            };
+            header?: never;
+            path: {
+                lab_pk: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10642,6 +13093,286 @@ export interface operations {
             };
         };
     };
+    v1_prices_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PriceList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_prices_display_currency_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DisplayCurrency"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_prices_display_currency_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DisplayCurrencyInputRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DisplayCurrencyInputRequest"];
+                "multipart/form-data": components["schemas"]["DisplayCurrencyInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DisplayCurrency"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_prices_sync_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SyncResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_provider_accounts_list: {
         parameters: {
             query?: {
@@ -11692,6 +14423,560 @@ export interface operations {
             };
         };
     };
+    v1_series_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedSeriesList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_series_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retrying with the same key returns the original series (200). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SeriesCreateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["SeriesCreateRequest"];
+                "multipart/form-data": components["schemas"]["SeriesCreateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_series_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking series. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_series_approve_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking series. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecisionReasonRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DecisionReasonRequest"];
+                "multipart/form-data": components["schemas"]["DecisionReasonRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeriesDecision"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_series_cancel_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking series. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SeriesCancelRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["SeriesCancelRequest"];
+                "multipart/form-data": components["schemas"]["SeriesCancelRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_series_move_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking series. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SeriesMoveRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["SeriesMoveRequest"];
+                "multipart/form-data": components["schemas"]["SeriesMoveRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeriesChanged"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_series_reject_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this booking series. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecisionReasonRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DecisionReasonRequest"];
+                "multipart/form-data": components["schemas"]["DecisionReasonRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeriesDecision"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_sso_group_mappings_list: {
         parameters: {
             query?: {
@@ -12497,7 +15782,7 @@ export interface operations {
             query: {
                 end: string;
                 format?: "csv" | "json";
-                /** @description Comma-separated, from: lab, user, pool, day, instance_type, booking */
+                /** @description Comma-separated, from: lab, user, pool, day, instance_type, booking, cost_centre */
                 group_by?: string;
                 /** @description Site admins: also count failed nodes (the provider's cost). */
                 include_provider_cost?: boolean;
@@ -12697,6 +15982,85 @@ export interface operations {
             };
         };
     };
+    v1_volumes_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VolumeCreateRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["VolumeCreateRequest"];
+                "multipart/form-data": components["schemas"]["VolumeCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_volumes_destroy: {
         parameters: {
             query?: never;
@@ -12744,6 +16108,87 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_volumes_resize_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VolumeResizeRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["VolumeResizeRequest"];
+                "multipart/form-data": components["schemas"]["VolumeResizeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12955,6 +16400,449 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_waitlist_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedWaitlistEntryList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_waitlist_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WaitlistJoinRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["WaitlistJoinRequest"];
+                "multipart/form-data": components["schemas"]["WaitlistJoinRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntry"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_waitlist_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this waitlist entry. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntry"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_waitlist_accept_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this waitlist entry. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntry"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_waitlist_decline_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this waitlist entry. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntry"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_waitlist_leave_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A unique integer value identifying this waitlist entry. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntry"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict (e.g. pool full: extra.next_free) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

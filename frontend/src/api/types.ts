@@ -26,6 +26,7 @@ export type Volume = Schemas['Volume']
 export type StorageRow = Schemas['StorageRow']
 export type UntrackedVolume = Schemas['UntrackedVolume']
 export type LabVolumeSize = Schemas['LabVolumeSize']
+export type VolumeCreate = Schemas['VolumeCreateRequest']
 export type ApiTokenCreated = Schemas['ApiTokenCreated']
 export type ApiTokenScope = Schemas['ScopesEnum']
 export type CalendarFeed = Schemas['CalendarFeed']
@@ -50,6 +51,12 @@ export type InstanceType = Schemas['InstanceType']
 export type Pool = Schemas['NodePool']
 export type Availability = Schemas['Availability']
 export type BusyBlock = Schemas['BusyBlock']
+export type Series = Schemas['Series']
+export type SeriesCreate = Schemas['SeriesCreateRequest']
+export type Occurrence = Schemas['Occurrence']
+export type SeriesFrequency = Schemas['FrequencyEnum']
+export type Weekday = Schemas['WeekdaysEnum']
+export type SeriesDecision = Schemas['SeriesDecision']
 export type Blackout = Schemas['Blackout']
 export type BlackoutClash = Schemas['BlackoutClash']
 export type BlackoutCreated = Schemas['BlackoutCreated']
@@ -77,7 +84,7 @@ export type QuotaRequestCreate = Schemas['QuotaRequestRequest']
 export type Page<T> = { count: number; next?: string | null; previous?: string | null; results: T[] }
 
 export const LIVE_STATUSES: readonly BookingStatus[] = ['provisioning', 'ready', 'ending']
-export const UPCOMING_STATUSES: readonly BookingStatus[] = ['pending', 'scheduled']
+export const UPCOMING_STATUSES: readonly BookingStatus[] = ['offered', 'pending', 'scheduled']
 export const TERMINAL_STATUSES: readonly BookingStatus[] = [
   'completed',
   'cancelled',
@@ -86,6 +93,7 @@ export const TERMINAL_STATUSES: readonly BookingStatus[] = [
   'failed',
 ]
 export const ALL_STATUSES: readonly BookingStatus[] = [
+  'offered',
   'pending',
   'scheduled',
   'provisioning',
@@ -97,3 +105,10 @@ export const ALL_STATUSES: readonly BookingStatus[] = [
   'expired',
   'failed',
 ]
+export type Budget = Schemas['Budget']
+export type BudgetCreate = Schemas['BudgetCreateRequest']
+export type BudgetUpdate = Schemas['PatchedBudgetUpdateRequest']
+export type CostCentre = Schemas['CostCentre']
+export type WaitlistEntry = Schemas['WaitlistEntry']
+export type WaitlistEntryStatus = Schemas['WaitlistEntryStatusEnum']
+export type WaitlistJoin = Schemas['WaitlistJoinRequest']

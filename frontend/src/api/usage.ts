@@ -1,7 +1,7 @@
 import { api, unwrap } from './client'
 import type { StorageRow, UsageRow } from './types'
 
-export type UsageGroup = 'lab' | 'user' | 'pool' | 'day' | 'instance_type' | 'booking'
+export type UsageGroup = 'lab' | 'user' | 'pool' | 'day' | 'instance_type' | 'booking' | 'cost_centre'
 
 export interface UsageQuery {
   start: string

@@ -11,3 +11,9 @@ export function useChoose(): (request: ConfirmRequest & { choices: string[] }) =
   const store = useConfirmStore()
   return (request) => store.choose(request)
 }
+
+/** Ask before an action that needs a reason (it is audited), in the app's dialog; the reason, or null. */
+export function useAskReason(): (request: ConfirmRequest & { reasonLabel: string }) => Promise<string | null> {
+  const store = useConfirmStore()
+  return (request) => store.askReason(request)
+}

@@ -1,7 +1,7 @@
 import { createRouter, createWebHistory, type RouteLocationNormalized } from 'vue-router'
 
 import { hasStoredLocale, i18n, matchLocale, setLocale } from '@/i18n'
-import { useSessionStore } from '@/stores/session'
+import { pageSaysSignedOut, useSessionStore } from '@/stores/session'
 import { routes } from './routes'
 
 export const router = createRouter({
@@ -20,9 +20,11 @@ export function guard(to: RouteLocationNormalized, session: ReturnType<typeof us
     return { name: 'login', query: to.fullPath === '/' ? {} : { next: to.fullPath } }
   }
   const role = to.meta.role
-  if (role === 'site_admin' && !session.isSiteAdmin) return { name: 'dashboard' }
-  if (role === 'lab_admin' && !session.isLabAdmin) return { name: 'dashboard' }
-  if (role === 'admin' && !session.isLabAdmin && !session.isSiteAdmin) return { name: 'dashboard' }
+  // The dashboard says which page was refused and who may open it (never a silent redirect).
+  const refused = { name: 'dashboard', query: { refused: String(to.name ?? '') } }
+  if (role === 'site_admin' && !session.isSiteAdmin) return refused
+  if (role === 'lab_admin' && !session.isLabAdmin) return refused
+  if (role === 'admin' && !session.isLabAdmin && !session.isSiteAdmin) return refused
   return true
 }
 
@@ -36,7 +38,7 @@ router.beforeEach(async (to) => {
       if (typeof view === 'function' && view.length === 0) void (view as () => Promise<unknown>)().catch(() => {})
     }
     // …and its first reads (a signed-out visitor's 401 is dropped: the guard sends them to sign in).
-    to.meta.prefetch?.()
+    if (!pageSaysSignedOut()) to.meta.prefetch?.()
     await session.load()
     const verdict = guard(to, session)
     // …and, now that the session names its labs and time zone, the reads that need them.

@@ -69,11 +69,23 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'nav.newBooking' },
   },
   {
+    path: '/bookings/place',
+    name: 'booking-place',
+    component: () => import('@/views/bookings/BookingPlaceView.vue'),
+    meta: { title: 'nav.placeBooking' },
+  },
+  {
     path: '/bookings/:id(\\d+)',
     name: 'booking-detail',
     component: () => import('@/views/bookings/BookingDetailView.vue'),
     props: (route) => ({ id: Number(route.params.id) }),
     meta: { title: 'nav.bookingDetail' },
+  },
+  {
+    path: '/waitlist',
+    name: 'waitlist',
+    component: () => import('@/views/waitlist/WaitlistView.vue'),
+    meta: { title: 'nav.waitlist' },
   },
   {
     path: '/approvals',
@@ -86,6 +98,12 @@ export const routes: RouteRecordRaw[] = [
     name: 'lab-members',
     component: () => import('@/views/labs/LabMembersView.vue'),
     meta: { title: 'nav.members', role: 'admin' },
+  },
+  {
+    path: '/labs/:labId(\\d+)?/budgets',
+    name: 'lab-budgets',
+    component: () => import('@/views/budgets/LabBudgetsView.vue'),
+    meta: { title: 'nav.budgets', role: 'admin' },
   },
   {
     path: '/quotas',

@@ -11,6 +11,8 @@ export interface ConfirmRequest {
   choices?: string[]
   /** What the options are, read out as the radio group's name. */
   choicesLabel?: string
+  /** Ask for a reason (a required text field with this label); `askReason` resolves to it. */
+  reasonLabel?: string
 }
 
 interface Pending extends ConfirmRequest {
@@ -22,10 +24,13 @@ export const useConfirmStore = defineStore('confirm', () => {
   const pending = ref<Pending | null>(null)
   /** The index of the picked choice while a question with `choices` is open. */
   const choice = ref(0)
+  /** The reason typed while a question with `reasonLabel` is open. */
+  const reason = ref('')
 
   function ask(request: ConfirmRequest): Promise<boolean> {
     pending.value?.resolve(false) // a newer question replaces an unanswered one
     choice.value = 0
+    reason.value = ''
     return new Promise((resolve) => {
       pending.value = { ...request, resolve }
     })
@@ -42,5 +47,10 @@ export const useConfirmStore = defineStore('confirm', () => {
     return (await ask(request)) ? choice.value : null
   }
 
-  return { pending, choice, ask, choose, answer }
+  /** Ask with `reasonLabel`: the reason typed (never empty), or null when cancelled. */
+  async function askReason(request: ConfirmRequest & { reasonLabel: string }): Promise<string | null> {
+    return (await ask(request)) ? reason.value.trim() : null
+  }
+
+  return { pending, choice, reason, ask, choose, askReason, answer }
 })

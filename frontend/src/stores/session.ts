@@ -6,6 +6,14 @@ import { ApiError } from '@/api/client'
 import type { Me } from '@/api/types'
 import { browserTimeZone, isValidTimeZone } from '@/utils/time'
 
+/**
+ * Whether the page this app was loaded with says there was no session: the server serves it so to
+ * a signed-out visitor. It holds for the first load only (later loads, after signing in, ask the API).
+ */
+export function pageSaysSignedOut(): boolean {
+  return typeof document !== 'undefined' && document.querySelector('meta[name="labgpu-session"][content="signed-out"]') !== null
+}
+
 /** Who is signed in. Server data beyond the user itself lives in views and composables. */
 export const useSessionStore = defineStore('session', () => {
   const me = ref<Me | null>(null)
@@ -24,6 +32,12 @@ export const useSessionStore = defineStore('session', () => {
   })
 
   async function load(): Promise<void> {
+    if (!loaded.value && pageSaysSignedOut()) {
+      // The server said so in the page itself (labgpu.core.views.spa_index): no 401 to ask for.
+      me.value = null
+      loaded.value = true
+      return
+    }
     try {
       me.value = await authApi.fetchMe()
     } catch (e) {

@@ -99,9 +99,11 @@ export function toCalendarEvents(
     end: toCalendarString(item.end, timeZone),
     title: item.mine ? labels.mine : labName(item.lab) ?? labels.busy,
     resourceIds: [laneId(lane)],
-    classNames: [`ev-${bookingKind(item)}`, `ev-${item.status}`],
+    // An occurrence of a series (our labs' only: others' carry none, I-6) is marked as one.
+    classNames: [`ev-${bookingKind(item)}`, `ev-${item.status}`, ...(item.series != null ? ['ev-series'] : [])],
     extendedProps: {
       booking: item.booking,
+      series: item.series ?? null,
       mine: item.mine,
       kind: bookingKind(item),
       status: item.status,

@@ -34,6 +34,8 @@ export function groupLabel(row: UsageRow, group: UsageGroup): string {
       return row.instance_type_name ?? `#${row.instance_type}`
     case 'booking':
       return row.booking_name ?? `#${row.booking}`
+    case 'cost_centre':
+      return row.cost_centre_name || '—' // usage booked to no cost centre
     default:
       return row.day ?? ''
   }

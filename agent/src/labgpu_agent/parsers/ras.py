@@ -113,6 +113,7 @@ def _bad_pages_json(data: Any) -> Facts:
 _LINK_ROW = re.compile(r"^\s*GPU(?P<gpu>\d+)\s+(?P<bdf>[0-9a-fA-F:.]+)\s+(?P<rest>.*)$")
 _RATE = re.compile(r"(?P<value>[\d.]+)\s*Gb/s", re.IGNORECASE)
 _XGMI_STATE = {"U": "up", "D": "down", "X": "disabled", "N/A": "unknown"}
+_PEER_COLUMN = re.compile(r"\bGPU(\d+)\b")
 _XGMI_ERR = re.compile(r"XGMI_ERR(?:OR)?(?:_STATUS)?\s*:\s*(?P<value>.+)$", re.IGNORECASE)
 
 
@@ -122,6 +123,7 @@ def parse_amd_smi_xgmi(text: str) -> Facts:
     table: str | None = None
     gpu_for_error: int | None = None
     rates: dict[int, tuple[float, float]] = {}
+    peer_columns: list[int] | None = None  # per-peer layout: the peer GPU of each cell
     for line in strip_annotations(text).splitlines():
         upper = line.strip().upper()
         if upper.startswith("XGMI LINK STATUS") or upper.startswith("GPU LINK PORT STATUS"):
@@ -129,6 +131,12 @@ def parse_amd_smi_xgmi(text: str) -> Facts:
             continue
         if upper.startswith("LINK METRIC TABLE"):
             table = "metric"
+            continue
+        if table == "status" and upper.startswith("BDF"):
+            # Newer amd-smi prints one column per peer GPU (SELF on the diagonal) instead of
+            # one per link port; the row's cells then follow these peers.
+            peers = [int(n) for n in _PEER_COLUMN.findall(upper)]
+            peer_columns = peers or None
             continue
         if (header := _GPU_HEADER.match(line)) is not None:
             gpu_for_error = int(header.group("index"))
@@ -151,7 +159,10 @@ def parse_amd_smi_xgmi(text: str) -> Facts:
             continue
         if table == "status":
             tokens = row.group("rest").split()
-            for link, token in enumerate(tokens):
+            for position, token in enumerate(tokens):
+                if token.upper() == "SELF":
+                    continue  # the GPU's own column in the per-peer layout
+                link = peer_columns[position] if peer_columns else position
                 state = _XGMI_STATE.get(token.upper())
                 if state is None:
                     raise ValueError(f"unknown XGMI link state {token!r} in {line.strip()!r}")

@@ -25,8 +25,9 @@ from conftest import client_for
 from labgpu.accounts.models import Membership, SshKey
 from labgpu.accounts.services import token_create
 from labgpu.audit.models import AuditEvent
-from labgpu.bookings.models import Notification
+from labgpu.bookings.models import BookingSeries, Notification
 from labgpu.bookings.tests.factories import BookingFactory
+from labgpu.budgets.services import budget_create, cost_centre_create
 from labgpu.catalog.models import Blackout, ProviderAccount
 from labgpu.chat.services import channel_create
 from labgpu.invitations.services import invitation_create
@@ -35,6 +36,7 @@ from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.provisioning.tokens import hash_secret, new_heartbeat_token
 from labgpu.quotas.models import Quota, QuotaRequest
 from labgpu.sso.models import GroupMapping
+from labgpu.waitlist.models import WaitlistEntry
 
 SCHEMA = Path(__file__).resolve().parents[3] / "openapi.yaml"
 PERSONAS = ("alice", "mallory", "bob", "carol", "anon", "node")
@@ -55,6 +57,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "DELETE /api/v1/pools/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "DELETE /api/v1/provider-accounts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "DELETE /api/v1/tokens/{id}/": ("ok", "deny", "deny", "deny", "auth", "auth"),
+    "GET /api/v1/availability/placement/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/audit/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/audit/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/auth/csrf/": ("ok", "ok", "ok", "ok", "ok", "ok"),
@@ -76,6 +79,17 @@ MATRIX: dict[str, tuple[str, ...]] = {
     # Site admins create, rename and archive labs; a lab admin may not rename their own.
     "POST /api/v1/labs/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "PATCH /api/v1/labs/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    # Prices (labgpu.pricing): everyone signed in reads them; site admins sync and adjust.
+    "GET /api/v1/prices/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/prices/sync/": SITE_ADMIN_ONLY_ROW,
+    "GET /api/v1/prices/display-currency/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "PUT /api/v1/prices/display-currency/": SITE_ADMIN_ONLY_ROW,
+    "GET /api/v1/instance-types/{id}/prices/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/instance-types/{id}/price-adjustment/": SITE_ADMIN_ONLY_ROW,
+    # A lab's monthly statement: its lab admins and site admins (a member is refused, 403).
+    "GET /api/v1/labs/{lab_pk}/statement/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/labs/{lab_pk}/statement/pdf/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/labs/{lab_pk}/statement/html/": ("deny", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/labs/{lab_pk}/members/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/labs/{lab_pk}/members/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/me/": ("ok", "ok", "ok", "ok", "auth", "auth"),
@@ -94,6 +108,10 @@ MATRIX: dict[str, tuple[str, ...]] = {
     # Persistent volumes: alice's own; site admins see (and may delete) every volume.
     "GET /api/v1/volumes/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "DELETE /api/v1/volumes/{id}/": ("ok", "deny", "deny", "ok", "auth", "auth"),
+    # Anyone in a lab may create a volume (in a pool they may book: the body names it); a
+    # volume grows by its owner, the owning lab's admins or a site admin.
+    "POST /api/v1/volumes/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/volumes/{id}/resize/": ("ok", "deny", "deny", "ok", "auth", "auth"),
     # The size of a lab's new volumes is its admins' setting (within the site's limit); what
     # reconcile found untracked is for site admins.
     "GET /api/v1/volumes/lab-size/{lab_id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
@@ -138,6 +156,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "POST /api/v1/blackouts/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "POST /api/v1/bookings/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/decide/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/bookings/place/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/approve/": ("deny", "deny", "ok", "ok", "auth", "auth"),
     "POST /api/v1/bookings/{id}/cancel/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     # The notebook's token is the owner's alone: the lab admin and the site admin see the
@@ -164,6 +183,19 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "PUT /api/v1/instance-types/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "PUT /api/v1/pools/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
     "PUT /api/v1/provider-accounts/{id}/": ("deny", "deny", "deny", "ok", "auth", "auth"),
+    # Budgets and cost centres (labgpu.budgets): members read their labs' (the dashboard's bar,
+    # the booking form's cost centre); lab admins and site admins change them. An empty POST is
+    # refused for its body (400) before anyone's rights are weighed.
+    "GET /api/v1/budgets/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/budgets/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/budgets/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "PATCH /api/v1/budgets/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "DELETE /api/v1/budgets/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/cost-centres/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/cost-centres/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/cost-centres/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "PATCH /api/v1/cost-centres/{id}/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/cost-centre-defaults/": ("ok", "ok", "ok", "ok", "auth", "auth"),
 }
 
 # Real bugs, reported to the domain owner; strict so the fix turns them green.
@@ -195,6 +227,28 @@ MATRIX |= {
     "GET /api/v1/me/identities/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/me/identities/ldap/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "POST /api/v1/email/verify/": ANYONE,
+}
+
+# Recurring series (issue 25): alice's series of her lab; its lab's admins decide it.
+MATRIX |= {
+    "GET /api/v1/series/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/series/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/series/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/series/{id}/cancel/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/series/{id}/move/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    # alice may not approve her own series (403), a lab admin and site admins may.
+    "POST /api/v1/series/{id}/approve/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/series/{id}/reject/": ("deny", "deny", "ok", "ok", "auth", "auth"),
+}
+
+# The waitlist (issue 25): alice's entry of her lab; its lab's admins see it, only she acts on it.
+MATRIX |= {
+    "GET /api/v1/waitlist/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/waitlist/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/waitlist/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
+    "POST /api/v1/waitlist/{id}/accept/": ("ok", "deny", "deny", "deny", "auth", "auth"),
+    "POST /api/v1/waitlist/{id}/decline/": ("ok", "deny", "deny", "deny", "auth", "auth"),
+    "POST /api/v1/waitlist/{id}/leave/": ("ok", "deny", "deny", "deny", "auth", "auth"),
 }
 
 KNOWN_BUGS: dict[str, str] = {}  # operation → reason, for bugs tracked as strict xfails
@@ -253,7 +307,36 @@ def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type
         target_id=str(booking.pk),
         lab=vision_lab,
     )
+    series = BookingSeries.objects.create(
+        lab=vision_lab,
+        user=alice,
+        pool=pool,
+        frequency="weekly",
+        timezone="Asia/Shanghai",
+        first_start=start + timedelta(days=7),
+        duration_minutes=60,
+        count=1,
+    )
+    BookingFactory(
+        lab=vision_lab,
+        user=alice,
+        pool=pool,
+        start=start + timedelta(days=7),
+        status="pending",
+        series=series,
+        slot=1,
+    )
     ids = {
+        "waitlist": WaitlistEntry.objects.create(
+            user=alice,
+            lab=vision_lab,
+            pool=pool,
+            earliest_start=start,
+            latest_end=start + timedelta(hours=2),
+            duration_minutes=60,
+            status_changed_at=start,
+        ).pk,
+        "series": series.pk,
         "audit": audit.pk,
         "blackouts": blackout.pk,
         "bookings": booking.pk,
@@ -278,6 +361,8 @@ def world(alice, bob, carol, mallory, vision_lab, other_lab, pool, instance_type
             url="https://hooks.slack.com/services/T0000/B0000/matrix",
             lab=vision_lab,
         ).pk,
+        "budgets": budget_create(actor=bob, lab=vision_lab, amount=Decimal(100)).pk,
+        "cost-centres": cost_centre_create(actor=bob, lab=vision_lab, code="NSF-1").pk,
         "volumes": Volume.objects.create(
             owner_user=alice,
             provider_account=account,

@@ -98,3 +98,21 @@ def test_times_inside_the_range_are_still_accepted(as_alice, pool):
         {"start": "2099-12-31T00:00:00Z", "end": "2099-12-31T23:00:00Z"},
     )
     assert response.status_code == 200, response.content
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ({"start": "9999-12-31T23:45:00Z", "end": "9999-12-31T23:59:00Z"}, "之间的时间"),
+        ({"start": "2030-01-01T09:00:00", "end": "2030-01-01T10:00:00"}, "时区偏移"),
+    ],
+)
+def test_time_field_errors_speak_the_readers_language(alice, pool, body, text):
+    """The range and offset errors were plain English strings (never marked for translation)."""
+    alice.language = "zh-hans"
+    alice.save(update_fields=["language"])
+    response = client_for(alice, scopes=["book"]).post(
+        "/api/v1/bookings/", {"pool": pool.pk, **body}, format="json"
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert text in str(response.json()), response.json()

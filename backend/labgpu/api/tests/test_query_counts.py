@@ -51,6 +51,22 @@ def test_booking_create(client, pool, quotas, tomorrow, django_assert_num_querie
     assert response.status_code == 201, response.content
 
 
+def test_booking_create_against_a_budget(
+    client, bob, vision_lab, pool, quotas, tomorrow, django_assert_num_queries
+):
+    from decimal import Decimal
+
+    from labgpu.budgets.services import budget_create
+
+    budget_create(actor=bob, lab=vision_lab, amount=Decimal(10_000))
+    # The 10 above, + the pool's price in force (labgpu.pricing), + the lab's budgets locked, +
+    # the month's spend = 13 (a lab without a budget pays none: `Lab.has_budget`, read with the
+    # lab).
+    with django_assert_num_queries(13):
+        response = book(client, pool, tomorrow)
+    assert response.status_code == 201, response.content
+
+
 def test_booking_create_on_a_full_pool(client, pool, quotas, tomorrow, django_assert_num_queries):
     for _ in range(pool.capacity):
         assert book(client, pool, tomorrow).status_code == 201
@@ -80,8 +96,9 @@ def test_booking_extend(client, pool, quotas, tomorrow, django_assert_num_querie
 def test_booking_cancel(client, pool, quotas, tomorrow, django_assert_num_queries):
     booking = book(client, pool, tomorrow).json()
     # token; visible labs; the booking and its nodes; the compare-and-swap UPDATE and its audit
-    # entry; re-read of what it wrote; the cancel's audit entry = 8, + SAVEPOINT/RELEASE.
-    with django_assert_num_queries(10):
+    # entry; re-read of what it wrote; the waitlist's promotion in the outbox (labgpu.waitlist:
+    # published after commit); the cancel's audit entry = 9, + SAVEPOINT/RELEASE.
+    with django_assert_num_queries(11):
         response = client.post(f"/api/v1/bookings/{booking['id']}/cancel/", {}, format="json")
     assert response.status_code == 200, response.content
 

@@ -19,11 +19,15 @@ from rest_framework import serializers
 import labgpu
 from conftest import client_for
 from labgpu.accounts.models import Lab, User
-from labgpu.bookings.models import Booking
+from labgpu.bookings.models import Booking, BookingSeries
 from labgpu.bookings.tests.factories import BookingFactory
+from labgpu.budgets.models import Budget, CostCentre
 from labgpu.chat.models import ChatChannel
 from labgpu.invitations.models import Invitation
+from labgpu.pricing.models import DisplayCurrency
+from labgpu.provisioning.models import Volume
 from labgpu.quotas.models import QuotaRequest
+from labgpu.waitlist.models import WaitlistEntry
 
 pytestmark = pytest.mark.security
 
@@ -49,6 +53,18 @@ STORED = {
     ("ChatChannelUpdateSerializer", "name"): column(ChatChannel, "name"),
     ("InvitationCreateSerializer", "email"): column(Invitation, "email"),
     ("InvitationSignUpSerializer", "username"): column(User, "username"),
+    ("SeriesCreateSerializer", "purpose"): column(BookingSeries, "purpose"),
+    ("SeriesCreateSerializer", "timezone"): column(BookingSeries, "timezone"),
+    ("BudgetCreateSerializer", "currency"): column(Budget, "currency"),
+    ("BudgetUpdateSerializer", "currency"): column(Budget, "currency"),
+    ("CostCentreCreateSerializer", "code"): column(CostCentre, "code"),
+    ("CostCentreCreateSerializer", "name"): column(CostCentre, "name"),
+    ("CostCentreUpdateSerializer", "name"): column(CostCentre, "name"),
+    ("DisplayCurrencyInputSerializer", "code"): column(DisplayCurrency, "code"),
+    ("VolumeCreateSerializer", "region"): column(Volume, "region"),
+    ("PlacementBookSerializer", "purpose"): column(Booking, "purpose"),
+    ("WaitlistJoinSerializer", "purpose"): column(WaitlistEntry, "purpose"),
+    ("WaitlistJoinSerializer", "gpu_model"): column(WaitlistEntry, "gpu_model"),
 }
 # Request fields that reach no length-limited column, and why.
 NOT_STORED = {
@@ -68,6 +84,13 @@ NOT_STORED = {
     ("ChatChannelUpdateSerializer", "secret"): "sealed into a TextField",
     ("AgentHeartbeatRequestSerializer", "status"): "documents the body; health.limits checks it",
     ("DeepCheckRequestSerializer", "status"): "documents the body; health.limits checks it",
+    (
+        "SeriesCancelSerializer",
+        "reason",
+    ): "cancel: audit data and TextFields",
+    ("AdjustmentInputSerializer", "adjustment_pct"): "parsed to a bounded Decimal",
+    ("DisplayCurrencyInputSerializer", "rate"): "parsed to a bounded Decimal",
+    ("PlacementBookSerializer", "gpu_model"): "matched against instance types' GPU model",
 }
 
 

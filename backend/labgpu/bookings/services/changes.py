@@ -14,13 +14,19 @@ from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.selectors import is_lab_admin
 from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
-from labgpu.bookings.models import Booking, IdempotencyKey
+from labgpu.bookings.models import Booking, BookingSeries, IdempotencyKey
 from labgpu.bookings.selectors import booking_changeable_by
 from labgpu.bookings.services.idempotency import idempotent_replay
 from labgpu.bookings.services.quota_alerts import quota_alerts_send
-from labgpu.bookings.services.rules import check_all, crosses_quota_alert, needs_approval
+from labgpu.bookings.services.rules import (
+    budget_alerts_due,
+    check_all,
+    crosses_quota_alert,
+    needs_approval,
+)
 from labgpu.bookings.services.slots import place, pool_full
 from labgpu.bookings.services.snapshot import Ask, pool_lock, snapshot_load
+from labgpu.budgets.services import budget_alerts_record, cost_centre_of_lab
 from labgpu.catalog.models import NodePool
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.outbox import enqueue_on_commit
@@ -34,6 +40,8 @@ EXCLUSION_VIOLATION = "23P01"  # PostgreSQL: booking_live_slot_no_overlap refuse
 ON_DEMAND_TOLERANCE = timedelta(seconds=60)
 START_BOOKING_TASK = "labgpu.provisioning.tasks.start_booking"
 WIND_DOWN_TASK = "labgpu.provisioning.tasks.wind_down_booking"
+# Freed capacity goes to the pool's waitlist (labgpu.waitlist, a higher app: enqueued by name).
+WAITLIST_PROMOTE_TASK = "labgpu.waitlist.tasks.promote_waitlist"
 Status = Booking.Status
 EXTENDABLE = (Status.PENDING, Status.SCHEDULED, Status.PROVISIONING, Status.READY)
 MOVABLE = (Status.PENDING, Status.SCHEDULED)  # not started: no node holds the old times yet
@@ -52,11 +60,14 @@ def booking_create(
     idempotency_key: str | None = None,
     request_fingerprint: str = "",
     jupyter: bool = False,
+    cost_centre: int | None = None,
 ) -> tuple[Booking, bool]:
     """Reserve a node of `pool` for [start, end); returns (booking, created).
 
-    With an `idempotency_key` a retried request returns the booking the first one made. Raises
-    `PoolFull` (409, with the next free windows), `quota_exceeded`, or a rule error.
+    The booking carries `cost_centre` (an id of the lab's), else the member's default. With an
+    `idempotency_key` a retried request returns the booking the first one made. Raises
+    `PoolFull` (409, with the next free windows), `quota_exceeded`, `budget_exceeded`, or a rule
+    error.
     """
     pool_id = pool if isinstance(pool, int) else pool.pk
     if idempotency_key:
@@ -73,6 +84,7 @@ def booking_create(
                 purpose=purpose,
                 lab=lab,
                 jupyter=jupyter,
+                cost_centre=cost_centre,
             )
             if idempotency_key:
                 _IDEMPOTENCY_KEY_INSERT.create(
@@ -99,6 +111,8 @@ def booking_create(
 
 
 def _resolve_lab(user: User, lab: Lab | None) -> tuple[Lab, Membership]:
+    """The lab `user` books for (`lab`, or their only one) and their membership; raises the
+    booking create's errors for a lab they are not in, or one archived."""
     resolved, membership = _member_lab(user, lab)
     if not resolved.is_active:
         raise NotPermitted(
@@ -153,6 +167,7 @@ def _booking_create(
     purpose: str,
     lab: Lab | None,
     jupyter: bool = False,
+    cost_centre: int | None = None,
 ) -> Booking:
     moment = now()
     on_demand = start is None or abs(start - moment) < ON_DEMAND_TOLERANCE
@@ -160,6 +175,10 @@ def _booking_create(
         start = moment.replace(microsecond=0)
     assert start is not None
     lab, membership = _resolve_lab(user, lab)
+    if cost_centre is None:
+        cost_centre = membership.default_cost_centre_id
+    else:
+        cost_centre = cost_centre_of_lab(lab_id=lab.pk, cost_centre_id=cost_centre)
     pool = pool_lock(pool_id, lab_id=lab.pk)
     ask = Ask(
         user=user,
@@ -169,7 +188,32 @@ def _booking_create(
         end=end,
         on_demand=on_demand,
         moment=moment,
+        cost_centre_id=cost_centre,
     )
+    return book(ask, pool, purpose=purpose, jupyter=jupyter)
+
+
+def book(
+    ask: Ask,
+    pool: NodePool,
+    *,
+    purpose: str,
+    jupyter: bool = False,
+    series: BookingSeries | None = None,
+    hold: bool = False,
+) -> Booking:
+    """Check every rule for `ask` in the locked `pool` and write the booking (with its audit
+    entry, alerts and start), in the caller's transaction. The one way a new booking is made:
+    a single create, each occurrence of a series (services/series.py) and a waitlist's offer or
+    automatic booking (labgpu.waitlist) come here.
+
+    With `hold` the booking is `offered`: it holds its slot (and counts against the quota) like
+    any live booking, but nothing starts until its owner takes it (`booking_offer_take`).
+
+    The row is written before this returns, so the next ask checked in the same transaction
+    (a series' next occurrence) sees it in every read of the snapshot and the quota.
+    """
+    start, end, lab, user, moment = ask.start, ask.end, ask.lab, ask.user, ask.moment
     snap = snapshot_load(ask, pool)
     check_all(ask, snap)
     instance_type = pool.instance_type
@@ -180,32 +224,39 @@ def _booking_create(
         start=start,
         end=end,
         purpose=purpose,
-        status=Status.PENDING if needs_approval(ask, snap) else Status.SCHEDULED,
+        status=(
+            Status.OFFERED
+            if hold
+            else Status.PENDING
+            if needs_approval(ask, snap)
+            else Status.SCHEDULED
+        ),
         status_changed_at=moment,
-        on_demand=on_demand,
+        on_demand=ask.on_demand,
         slot=place(pool, snap.taken, snap.reserved),
         reserved_start=snap.reserved[0],
         reserved_end=snap.reserved[1],
         gpu_count=instance_type.gpu_count,
         price_per_hour=instance_type.price_per_hour,
         jupyter=jupyter,
+        series=series,
+        cost_centre_id=ask.cost_centre_id,
     )
     if crosses_quota_alert(ask, snap):
         transaction.on_commit(lambda: quota_alerts_send(booking=booking))
-    if booking.status == Status.PENDING:
+    budget_alerts_record(lab=lab, due=budget_alerts_due(ask, snap))
+    if booking.status == Status.PENDING and series is None:
+        # A series asks its lab admins once, for all its occurrences (services/series.py).
         transaction.on_commit(lambda: notifications.booking_approval_needed(booking))
-    audit_record(
-        actor=user,
-        action="booking.create",
-        target=booking,
-        lab=lab,
-        data={
-            "status": booking.status,
-            "start": start.isoformat(),
-            "end": end.isoformat(),
-            "pool": pool.slug,
-        },
-    )
+    data = {
+        "status": booking.status,
+        "start": start.isoformat(),
+        "end": end.isoformat(),
+        "pool": pool.slug,
+    }
+    if series is not None:
+        data["series"] = series.pk
+    audit_record(actor=user, action="booking.create", target=booking, lab=lab, data=data)
     _start_if_due(booking)
     return booking
 
@@ -215,6 +266,51 @@ def _start_if_due(booking: Booking) -> None:
     (the sweep stays the backstop)."""
     if booking.status == Status.SCHEDULED and booking.reserved_start <= now():
         enqueue_on_commit(START_BOOKING_TASK, booking.pk)
+
+
+def capacity_freed(pool_id: int) -> None:
+    """A live booking of the pool let its slot go (or will at this commit): its waitlist is
+    offered what freed, once the transaction commits (the outbox keeps the request through a
+    broker outage; the waitlist's sweep is the backstop)."""
+    enqueue_on_commit(WAITLIST_PROMOTE_TASK, pool_id)
+
+
+def booking_offer_take(*, booking: Booking) -> Booking:
+    """An `offered` booking is taken by its owner: it is scheduled (pending where the pool needs
+    approval), in the caller's transaction; it kept its slot all along, so no rule is asked again.
+    Raises Conflict when it is no longer offered."""
+    pool = NodePool.objects.only("requires_approval").get(pk=booking.pool_id)
+    to_status = Status.PENDING if pool.requires_approval else Status.SCHEDULED
+    if not transition(Booking, pk=booking.pk, from_statuses=[Status.OFFERED], to_status=to_status):
+        raise Conflict(_("This offer is no longer open."), code="offer_closed")
+    booking.refresh_from_db(fields=["status", "status_changed_at", "updated_at"])
+    if booking.status == Status.PENDING:
+        transaction.on_commit(lambda: notifications.booking_approval_needed(booking))
+    audit_record(
+        actor=booking.user,
+        action="booking.offer_take",
+        target=booking,
+        lab=booking.lab,
+        data={"status": booking.status},
+    )
+    _start_if_due(booking)
+    return booking
+
+
+def booking_offer_release(*, booking: Booking, reason: str) -> bool:
+    """An `offered` booking not taken (declined, lapsed, its entry left) lets its slot go;
+    returns whether this caller released it."""
+    released = transition(
+        Booking,
+        pk=booking.pk,
+        from_statuses=[Status.OFFERED],
+        to_status=Status.EXPIRED,
+        ended_at=now(),
+        end_reason=reason[:300],
+    )
+    if released:
+        capacity_freed(booking.pool_id)
+    return released
 
 
 def booking_lock(booking: Booking) -> None:
@@ -242,6 +338,7 @@ def extension_ask(booking: Booking, end: datetime) -> Ask:
         on_demand=booking.on_demand,
         moment=now(),
         booking=booking,
+        cost_centre_id=booking.cost_centre_id,
     )
 
 
@@ -285,6 +382,7 @@ def booking_extend(*, actor: User, booking: Booking, end: datetime) -> Booking:
         action = "booking.extend"
         if crosses_quota_alert(ask, snap):
             transaction.on_commit(lambda: quota_alerts_send(booking=booking))
+        budget_alerts_record(lab=booking.lab, due=budget_alerts_due(ask, snap))
     booking.save(update_fields=["end", "pending_end", "reserved_end", "slot", "updated_at"])
     audit_record(actor=actor, action=action, target=booking, lab=booking.lab, data=data)
     return booking
@@ -324,6 +422,7 @@ def booking_move(*, actor: User, booking: Booking, start: datetime, end: datetim
         moment=now(),
         booking=booking,
         move=True,
+        cost_centre_id=booking.cost_centre_id,
     )
     snap = snapshot_load(ask, pool)
     check_all(ask, snap)
@@ -346,6 +445,7 @@ def booking_move(*, actor: User, booking: Booking, start: datetime, end: datetim
     )
     if crosses_quota_alert(ask, snap):
         transaction.on_commit(lambda: quota_alerts_send(booking=booking))
+    budget_alerts_record(lab=booking.lab, due=budget_alerts_due(ask, snap))
     audit_record(
         actor=actor,
         action="booking.move",
@@ -395,6 +495,11 @@ def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Bookin
         enqueue_on_commit(WIND_DOWN_TASK, booking.pk)
     else:
         booking.refresh_from_db(fields=["status"])
+        if booking.status == Status.OFFERED:
+            raise Conflict(
+                _("This booking is an offer from the waitlist: decline the offer instead."),
+                code="invalid_status",
+            )
         raise Conflict(
             _("This booking is %(status)s: it cannot be cancelled.")
             % {"status": booking.get_status_display()},
@@ -402,6 +507,10 @@ def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Bookin
         )
     # Re-read only what the transition wrote: the caller's lab, user, pool and nodes stay loaded.
     booking.refresh_from_db(fields=["status", "status_changed_at", "updated_at", "ended_at"])
+    if booking.status == Status.CANCELLED:
+        # Not started: the slot is free now. An early end frees it once the node is gone
+        # (provisioning's booking_complete_if_done).
+        capacity_freed(booking.pool_id)
     booking.ended_by = actor
     audit_record(
         actor=actor,

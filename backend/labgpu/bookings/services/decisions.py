@@ -18,12 +18,14 @@ from labgpu.bookings.selectors import bookings_visible_to
 from labgpu.bookings.services.changes import (
     EXTENDABLE,
     booking_lock,
+    capacity_freed,
     extension_ask,
 )
 from labgpu.bookings.services.quota_alerts import quota_alerts_send
-from labgpu.bookings.services.rules import check_all, crosses_quota_alert
+from labgpu.bookings.services.rules import budget_alerts_due, check_all, crosses_quota_alert
 from labgpu.bookings.services.slots import place
 from labgpu.bookings.services.snapshot import pool_lock, snapshot_load
+from labgpu.budgets.services import budget_alerts_record
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.timeutils import now
 from labgpu.core.transitions import transition
@@ -101,6 +103,7 @@ def booking_reject(*, actor: User, booking: Booking, reason: str) -> Booking:
     if _is_extension_request(booking):
         return _extension_decide(actor=actor, booking=booking, approve=False, reason=reason)
     booking = _decide(actor=actor, booking=booking, to_status=Status.REJECTED, reason=reason)
+    capacity_freed(booking.pool_id)
     audit_record(
         actor=actor,
         action="booking.reject",
@@ -134,8 +137,10 @@ def _extension_decide(*, actor: User, booking: Booking, approve: bool, reason: s
         booking.end, booking.reserved_end = asked, snap.reserved[1]
         if crosses_quota_alert(ask, snap):
             transaction.on_commit(lambda: quota_alerts_send(booking=booking))
+        budget_alerts_record(lab=booking.lab, due=budget_alerts_due(ask, snap))
     else:
         booking.reserved_end = booking.end + timedelta(minutes=pool.teardown_grace_minutes)
+        capacity_freed(booking.pool_id)
     booking.pending_end = None
     booking.save(update_fields=["end", "pending_end", "reserved_end", "slot", "updated_at"])
     audit_record(
@@ -159,6 +164,7 @@ def booking_expire(*, booking_id: int) -> bool:
     if won:
         booking = Booking.objects.select_related("lab").get(pk=booking_id)
         audit_record(actor=None, action="booking.expire", target=booking, lab=booking.lab)
+        capacity_freed(booking.pool_id)
     return won
 
 

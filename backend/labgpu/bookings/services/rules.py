@@ -23,6 +23,9 @@ from django.utils.translation import ngettext
 from labgpu.bookings.models import Booking
 from labgpu.bookings.services.slots import fits, pool_full
 from labgpu.bookings.services.snapshot import Ask, BookingSnapshot
+from labgpu.budgets.models import Budget
+from labgpu.budgets.selectors import THRESHOLDS as BUDGET_THRESHOLDS
+from labgpu.budgets.selectors import BudgetPeriod, budget_alerted, budget_raisers, money
 from labgpu.catalog.models import NodePool
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.timeutils import hours, is_aligned, month_bounds, overlap
@@ -262,6 +265,65 @@ def check_quota(ask: Ask, snap: BookingSnapshot) -> None:
             )
 
 
+def check_budget(ask: Ask, snap: BookingSnapshot) -> None:
+    """Consumed + forecast + committed cost, with this booking's, stays within each hard budget
+    of the lab and of its cost centre in every period touched (I-11; docs/budgets.md).
+
+    A lab without a budget stops at its `has_budget` flag, read in the pool lock's statement
+    under a share lock on the lab row (snapshot.pool_lock): no extra statement, and a booking
+    racing budget_create (which locks the lab row for update) either waits and sees the budget
+    or commits before it exists. The budget rows are locked by the time this reads them
+    (snapshot.py), after the quota rows.
+    """
+    if not snap.lab_has_budget:
+        return
+    for period in snap.budgets:
+        budget = period.budget
+        if budget.enforcement != Budget.Enforcement.HARD:
+            continue
+        if period.spend.total + period.needed <= budget.amount:
+            continue
+        raisers = budget_raisers(ask.lab.pk)
+        scope = budget.cost_centre.code if budget.cost_centre else ask.lab.name
+        left, needed = money(period.left), money(period.needed)
+        raise Conflict(
+            _(
+                "This booking costs %(needed)s %(currency)s from the budget of %(scope)s for "
+                "%(period)s, which has %(left)s %(currency)s left of %(amount)s %(currency)s. "
+                "Lab admins can raise it: %(admins)s."
+            )
+            % {
+                "needed": needed,
+                "currency": budget.currency,
+                "scope": scope,
+                "period": _period_label(period.begin, period.end),
+                "left": left,
+                "amount": budget.amount,
+                "admins": ", ".join(raisers) or "-",
+            },
+            code="budget_exceeded",
+            extra={
+                "budget": budget.pk,
+                "cost_centre": budget.cost_centre_id,
+                "period_start": period.begin.isoformat(),
+                "period_end": period.end.isoformat(),
+                "currency": budget.currency,
+                "amount": str(budget.amount),
+                "spent": str(money(period.spend.total)),
+                "needed": str(needed),
+                "left": str(left),
+                "raise_by": raisers,
+            },
+        )
+
+
+def _period_label(begin: datetime, end: datetime) -> str:
+    last = end - timedelta(days=1)
+    if begin.day == 1 and last.month == begin.month and end.day == 1:
+        return f"{begin:%Y-%m}"
+    return f"{begin:%Y-%m-%d} – {last:%Y-%m-%d}"
+
+
 Rule = Callable[[Ask, BookingSnapshot], None]
 RULES: tuple[Rule, ...] = (
     check_extends_later,
@@ -272,6 +334,7 @@ RULES: tuple[Rule, ...] = (
     check_member_limits,
     check_capacity,
     check_quota,
+    check_budget,
 )
 
 
@@ -296,3 +359,18 @@ def crosses_quota_alert(ask: Ask, snap: BookingSnapshot) -> bool:
         if any(percent >= t > quota.notified_percent for t in QUOTA_ALERTS):
             return True
     return False
+
+
+def budget_alerts_due(ask: Ask, snap: BookingSnapshot) -> list[tuple[BudgetPeriod, int]]:
+    """The thresholds (50, 80, 100 %) of a budget period the booking takes it to that its lab's
+    admins have not heard of, the highest per period (decided under the budget lock)."""
+    if not snap.lab_has_budget:
+        return []
+    reaching = [p for p in snap.budgets if p.percent_after >= BUDGET_THRESHOLDS[0]]
+    budget_alerted(reaching)
+    due = []
+    for period in reaching:
+        crossed = [t for t in BUDGET_THRESHOLDS if period.percent_after >= t]
+        if crossed[-1] not in period.alerted:
+            due.append((period, crossed[-1]))
+    return due

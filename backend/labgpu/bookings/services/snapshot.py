@@ -16,16 +16,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from functools import cached_property
 
 from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.bookings.models import Booking
+from labgpu.budgets.selectors import (
+    SECONDS_PER_HOUR,
+    BudgetPeriod,
+    budget_spend,
+    budgets_lock,
+    hourly_price,
+)
 from labgpu.catalog.models import InstanceType, NodePool
 from labgpu.core.errors import ApplicationError
 from labgpu.core.rows import JoinedRows, prepared_cursor
-from labgpu.core.timeutils import month_bounds, month_start, next_month
+from labgpu.core.timeutils import month_bounds, month_start, next_month, overlap
 from labgpu.quotas.models import Quota
 from labgpu.quotas.selectors import QuotaUsage, quota_usage
 
@@ -73,6 +81,7 @@ class Ask:
     moment: datetime
     booking: Booking | None = None
     move: bool = False
+    cost_centre_id: int | None = None  # the cost centre it is booked to (its budget applies)
 
     @property
     def extension(self) -> bool:
@@ -123,6 +132,23 @@ class BookingSnapshot:
         assert self.ask is not None
         return quota_months_load(self.ask, self.pool)
 
+    @property
+    def lab_has_budget(self) -> bool:
+        """The lab's `has_budget` as read under the lab's share lock with the pool's (pool_lock),
+        not as the caller's Lab object had it (loaded before any lock)."""
+        fresh = getattr(self.pool, "lab_has_budget", None)
+        if fresh is not None:
+            return bool(fresh)
+        assert self.ask is not None
+        return self.ask.lab.has_budget
+
+    @cached_property
+    def budgets(self) -> list[BudgetPeriod]:
+        """Lock the lab's and the cost centre's budgets (after the quota rows: one lock order),
+        then read each touched period's spend. Only for a lab with a budget (`Lab.has_budget`)."""
+        assert self.ask is not None
+        return budget_periods_load(self.ask, self.pool)
+
 
 def months_touched(start: datetime, end: datetime) -> list[date]:
     months = [month_start(start)]
@@ -132,7 +158,10 @@ def months_touched(start: datetime, end: datetime) -> list[date]:
 
 
 _ALLOWED = NodePool.allowed_labs.through._meta.db_table
-# The pool row locked with its instance type, and whether the lab (NULL: none asked) may book it.
+# The pool row locked with its instance type, whether the lab (NULL: none asked) may book it, and
+# the lab's `has_budget` read under a share lock on the lab row: budget_create and budget_delete
+# lock that row for update before they change the flag or add a budget, so a booking either
+# waits for them and sees their budget, or they wait for it (one lock order: pool, then lab).
 # `FOR UPDATE OF p`: the instance type row stays free for other pools. Written out once
 # (core.rows): the queryset's compilation cost more CPU than the statement, on every create.
 _POOL_LOCK = JoinedRows(
@@ -143,6 +172,7 @@ _POOL_LOCK = JoinedRows(
     extra=[
         f'EXISTS (SELECT 1 FROM "{_ALLOWED}" a WHERE a.nodepool_id = p.id)',  # noqa: S608
         f'EXISTS (SELECT 1 FROM "{_ALLOWED}" a WHERE a.nodepool_id = p.id AND a.lab_id = %(lab)s)',  # noqa: S608
+        f'(SELECT l.has_budget FROM "{Lab._meta.db_table}" l WHERE l.id = %(lab)s FOR SHARE)',  # noqa: S608
     ],
     prepared=True,
 )
@@ -150,15 +180,17 @@ _POOL_LOCK = JoinedRows(
 
 def pool_lock(pool_id: int, *, lab_id: int | None = None) -> NodePool:
     """Lock the pool row; with `lab_id`, learn in the same statement whether that lab may book it
-    (`restricted`: only its allowed labs may; `lab_allowed`: this lab is one).
+    (`restricted`: only its allowed labs may; `lab_allowed`: this lab is one) and whether it has
+    a budget (`lab_has_budget`, read under the lab row's share lock; None without `lab_id`).
 
     The exclusion constraint on the bookings stays the last line of defence (I-1).
     """
-    for pool, instance_type, restricted, lab_allowed in _POOL_LOCK.fetch(
+    for pool, instance_type, restricted, lab_allowed, has_budget in _POOL_LOCK.fetch(
         {"pool": pool_id, "lab": lab_id}
     ):
         pool.instance_type = instance_type
         pool.restricted, pool.lab_allowed = restricted, lab_allowed
+        pool.lab_has_budget = has_budget
         return pool
     raise ApplicationError(
         _('Invalid pk "%(pk)s" - object does not exist.') % {"pk": pool_id},
@@ -250,4 +282,23 @@ def quota_months_load(ask: Ask, pool: NodePool) -> list[MonthQuota]:
                 quota=quota,
             )
         loaded.append(MonthQuota(month, quota, usage))
+    return loaded
+
+
+def budget_periods_load(ask: Ask, pool: NodePool) -> list[BudgetPeriod]:
+    """Each budget period [added_from, end) touches, with its spend without this booking and the
+    booking's cost inside it at the hourly price (budgets.selectors defines the terms)."""
+    loaded = []
+    prices: dict = {}
+    price = hourly_price(pool.instance_type, prices=prices)
+    for budget in budgets_lock(lab_id=ask.lab.pk, cost_centre_id=ask.cost_centre_id):
+        for begin, end in budget.periods(ask.added_from, ask.end):
+            spend = budget_spend(
+                budget, begin, end, exclude_booking_id=ask.exclude_id, prices=prices
+            )
+            inside = Decimal(overlap(ask.start, ask.end, begin, end).total_seconds())
+            needed = inside / SECONDS_PER_HOUR * price
+            loaded.append(
+                BudgetPeriod(budget=budget, begin=begin, end=end, spend=spend, needed=needed)
+            )
     return loaded

@@ -176,6 +176,7 @@ def test_I6_other_labs_bookings_are_invisible_except_as_busy_capacity(
             "mine": False,
             "booking": None,
             "lab": None,
+            "series": None,  # which series a block belongs to: only for one's own labs
         }
     ]
     assert "secret" not in str(busy)

@@ -23,11 +23,32 @@ TRANSLATED_ELSEWHERE = {
     "str(detail) or str(exc)",
     "' '.join(error.messages)",
     "SSH_KEY_ERRORS[error.code]",
+    "str(refused)",  # a BodyRefused: its message is checked where it is raised
+    "str(message)",  # api.exceptions._json_error: its callers pass gettext_lazy texts
+    "exc.message_dict if hasattr(exc, 'error_dict') else exc.messages",  # Django's, made marked
+    "self.error_messages['invalid']",  # Django's own (translated by Django's catalogue)
 }
 
 
+# The exceptions of DRF and Django whose message reaches the person (DRF's own defaults are
+# translated by DRF's catalogue; a message we pass them must be ours).
+FRAMEWORK_ERRORS = {
+    "ValidationError",
+    "ParseError",
+    "AuthenticationFailed",
+    "NotAuthenticated",
+    "PermissionDenied",
+    "NotFound",
+    "Throttled",
+    "BodyRefused",
+}
+# Exceptions of that name that no person reads: the LDAP library's refusal inside a sign-in
+# (its argument is a log line; the person is told "Wrong username or password.").
+NOT_READ = {"ldap_user"}
+
+
 def _error_classes(trees: dict[Path, ast.Module]) -> set[str]:
-    names = {"ApplicationError", "error_body"}
+    names = {"ApplicationError", "error_body", *FRAMEWORK_ERRORS}
     grew = True
     while grew:
         grew = False
@@ -45,6 +66,14 @@ def _msgids(node: ast.expr) -> list[str | None]:
     """The literals marked for translation (None for a message that is not marked)."""
     if isinstance(node, ast.BoolOp):  # `message or _("default")`
         return [m for value in node.values for m in _msgids(value)]
+    if isinstance(node, ast.Dict):  # `{"field": [message]}`
+        return [m for value in node.values for m in _msgids(value)]
+    if isinstance(node, ast.DictComp):
+        return _msgids(node.value)
+    if isinstance(node, ast.List | ast.Tuple):
+        return [m for value in node.elts for m in _msgids(value)]
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "ErrorDetail":
+        return _msgids(node.args[0]) if node.args else [None]
     if isinstance(node, ast.Name | ast.Attribute):
         return []  # passes on a message made (and checked) where it was written
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
@@ -91,6 +120,8 @@ def _raised_messages() -> list[tuple[str, str | None, str]]:
                 continue  # its arguments are facts (a wait); its message is checked inside it
             name = getattr(node.func, "id", getattr(node.func, "attr", None))
             if name not in classes and id(node) not in builders:
+                continue
+            if getattr(getattr(node.func, "value", None), "id", None) in NOT_READ:
                 continue
             message = node.args[0] if node.args else None
             for keyword in node.keywords:

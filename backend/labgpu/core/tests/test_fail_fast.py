@@ -5,7 +5,9 @@ settings production runs with and that the breaker keeps later calls away from a
 
 import pytest
 from celery import current_app
+from django.conf import settings
 
+from config.settings import SCALED_TIMINGS
 from labgpu.core import outbox
 from labgpu.core.breaker import CircuitBreaker
 from labgpu.core.models import OutboxMessage
@@ -54,7 +56,8 @@ def test_production_publishes_once_with_short_timeouts():
         options["visibility_timeout"]
         == current_app.conf.broker_transport_options["visibility_timeout"]
     )
-    assert outbox.BREAKER_OPEN_S == 5.0
+    assert SCALED_TIMINGS["LABGPU_REDIS_BREAKER_S"] == 5.0  # production seconds
+    assert outbox.broker_breaker().open_for_s == settings.LABGPU_REDIS_BREAKER_S
 
 
 @pytest.mark.django_db(transaction=True)

@@ -56,3 +56,33 @@ def test_the_booking_page_shows_the_reason_in_the_readers_language(alice, vision
     assert Booking.objects.get(pk=booking.pk).failure_reason == (
         "The droplet did not become active in time."
     )
+
+
+def test_a_failed_gate_reads_each_findings_meaning_in_chinese_and_keeps_the_english_as_written():
+    from labgpu.health.services import failed_checks_reason
+
+    stored = failed_checks_reason(
+        [
+            {"id": "pcie.link_narrow", "message": "GPU 0 PCIe link is x8, expected x16."},
+            {"id": "xid.48", "message": "The kernel log has 1 Xid 48 event(s)."},
+        ]
+    )
+    assert stored == (
+        "The node failed its health checks (pcie.link_narrow, xid.48): "
+        "GPU 0 PCIe link is x8, expected x16.; The kernel log has 1 Xid 48 event(s)."
+    )
+    with translation.override("en"):
+        assert reason_in_language(stored) == stored
+    with translation.override("zh-hans"):
+        shown = reason_in_language(stored)
+    assert shown.startswith("节点未通过健康检查（pcie.link_narrow, xid.48）：")
+    assert "expected" not in shown and "kernel log" not in shown
+    assert "PCIe" in shown and "Xid" in shown
+
+
+def test_a_failed_gate_with_an_id_the_catalogue_does_not_know_keeps_the_agents_words():
+    from labgpu.health.services import failed_checks_reason
+
+    stored = failed_checks_reason([{"id": "brand.new", "message": "Something new broke."}])
+    with translation.override("zh-hans"):
+        assert "Something new broke." in reason_in_language(stored)

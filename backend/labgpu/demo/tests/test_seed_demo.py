@@ -339,3 +339,35 @@ def test_the_demo_has_a_volume_pool_with_alices_live_node_and_an_extension_await
     assert extension.user.username == "alice"
     assert extension.status == Booking.Status.SCHEDULED and extension.pending_end > extension.end
     assert may_decide(User.objects.get(username="bob"), extension)
+
+
+@pytest.mark.django_db
+def test_the_demo_shows_a_weekly_series():
+    """`make run`'s data holds erin's weekly series: four Thursdays at 20:00 on her clock."""
+    from zoneinfo import ZoneInfo
+
+    from labgpu.bookings.models import Booking, BookingSeries
+
+    call_command("seed_demo", stdout=io.StringIO())
+    call_command("seed_demo", stdout=io.StringIO())  # idempotent: still one series
+    series = BookingSeries.objects.get(user__username="erin")
+    rows = Booking.objects.filter(series=series).order_by("start")
+    assert rows.count() == 4
+    toronto = ZoneInfo("America/Toronto")
+    assert {b.start.astimezone(toronto).strftime("%a %H:%M") for b in rows} == {"Thu 20:00"}
+
+
+@pytest.mark.django_db
+def test_the_demo_shows_a_waiting_entry():
+    """`make run`'s data holds erin's entry on the waitlist of the H200 window dave's run fills,
+    first in line and still waiting (the pool has one node)."""
+    from labgpu.waitlist.models import WaitlistEntry
+    from labgpu.waitlist.selectors import entry_position
+
+    call_command("seed_demo", stdout=io.StringIO())
+    call_command("seed_demo", stdout=io.StringIO())  # idempotent: still one entry
+    (entry,) = WaitlistEntry.objects.filter(user__username="erin")
+    held = Booking.objects.get(purpose="[demo] vLLM throughput comparison")
+    assert entry.pool == held.pool and entry.pool.capacity == 1
+    assert (entry.earliest_start, entry.latest_end) == (held.start, held.end)
+    assert entry.status == WaitlistEntry.Status.WAITING and entry_position(entry) == 1

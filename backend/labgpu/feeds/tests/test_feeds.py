@@ -5,6 +5,7 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
+import recurring_ical_events
 from icalendar import Calendar
 from rest_framework.test import APIClient
 
@@ -12,6 +13,10 @@ from conftest import client_for
 from labgpu.accounts.models import ApiToken
 from labgpu.accounts.services import token_create, token_revoke
 from labgpu.bookings.models import Booking
+from labgpu.bookings.services import booking_cancel, booking_move
+from labgpu.bookings.services.series import recurrence_of, series_create
+from labgpu.bookings.tests.test_series import last_sunday_of_march, quota_months
+from labgpu.catalog.tests.factories import NodePoolFactory
 from labgpu.core.timeutils import now
 from labgpu.feeds.models import CalendarFeed
 from labgpu.feeds.services import feed_create
@@ -270,3 +275,49 @@ def test_feed_made_in_a_session_outlives_the_users_tokens(alice, as_alice, clien
     created = subscribe(as_alice, kind="user")
     token_revoke(token=token)
     assert client.get(created["url"]).status_code == 200
+
+
+def test_a_series_in_the_feed_expands_as_a_calendar_client_does_to_the_booking_rows(
+    alice, vision_lab, instance_type, client
+):
+    """Issue 25: a weekly series across Berlin's spring change, one occurrence moved and one
+    cancelled, read by icalendar and expanded by recurring-ical-events (what calendar clients
+    do with RRULE/EXDATE/RECURRENCE-ID), equals the live bookings in the table."""
+    pool = NodePoolFactory(instance_type=instance_type, max_days_ahead=400)
+    change = last_sunday_of_march()
+    monday = change - timedelta(days=13)
+    first = datetime(monday.year, monday.month, monday.day, 9, tzinfo=BERLIN)
+    quota_months(vision_lab, instance_type, first.date(), 2)
+    series = series_create(
+        user=alice,
+        pool=pool.pk,
+        start=first,
+        end=first + timedelta(hours=2),
+        recurrence=recurrence_of(frequency="weekly", timezone="Europe/Berlin", count=5),
+    ).series
+    occurrences = list(Booking.objects.filter(series=series).order_by("start"))
+    booking_cancel(actor=alice, booking=occurrences[1])
+    moved = occurrences[3]
+    booking_move(
+        actor=alice,
+        booking=moved,
+        start=moved.start + timedelta(hours=3),
+        end=moved.end + timedelta(hours=3),
+    )
+    _, raw = feed_create(user=alice, kind="user")
+    body = client.get(f"/api/v1/feeds/{raw}.ics").content
+
+    calendar = Calendar.from_ical(body)
+    expanded = recurring_ical_events.of(calendar).between(
+        first - timedelta(days=1), first + timedelta(days=60)
+    )
+    from_feed = sorted((e.decoded("DTSTART"), e.decoded("DTEND")) for e in expanded)
+    rows = sorted(
+        Booking.objects.filter(series=series, status__in=Booking.LIVE_STATUSES).values_list(
+            "start", "end"
+        )
+    )
+    assert from_feed == rows and len(rows) == 4
+    local = [s.astimezone(BERLIN).strftime("%H:%M") for s, _ in from_feed]
+    assert local == ["09:00", "09:00", "12:00", "09:00"]
+    assert all(f"series #{series.pk}" in str(e["DESCRIPTION"]) for e in expanded)

@@ -43,6 +43,14 @@ def test_parse_user_data_reads_back_the_agent_settings():
     assert "--fixture-profile ${LABGPU_FIXTURE_PROFILE}" in render(agent_profile="faulty-ecc")
 
 
+def test_the_agent_runs_at_the_servers_time_scale_only_when_it_is_not_one():
+    assert "LABGPU_TIME_SCALE" not in parse_user_data(render(time_scale=1.0))
+    assert parse_user_data(render(time_scale=0.1))["LABGPU_TIME_SCALE"] == "0.1"
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="time_scale"):
+            render(time_scale=bad)
+
+
 def test_parse_user_data_of_foreign_user_data_is_empty():
     assert parse_user_data("#cloud-config\nruncmd:\n  - touch /test.txt\n") == {}
     assert parse_user_data(None) == {}

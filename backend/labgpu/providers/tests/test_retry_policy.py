@@ -142,10 +142,13 @@ def test_size_not_available_in_this_region_is_no_capacity_with_the_providers_reg
 
 
 def test_retry_countdown_uses_the_providers_hint_else_the_default():
-    assert retry_countdown(ProviderRateLimited("429", retry_after=12.2), default=5) == 13
+    assert retry_countdown(ProviderRateLimited("429", retry_after=12.2), default=5) == 12.2
     assert retry_countdown(ProviderRateLimited("429", retry_after=0.2), default=5) == 1
     assert retry_countdown(ProviderRateLimited("429", retry_after=900), 5, maximum=300) == 300
-    assert retry_countdown(ProviderTransientError("timeout"), default=7.5) == 8
+    assert retry_countdown(ProviderTransientError("timeout"), default=7.5) == 7.5
+    # the floor is the caller's (LABGPU_RETRY_MIN_S, scaled with every other timing in tests)
+    assert retry_countdown(ProviderTransientError("timeout"), default=0.2, minimum=0.1) == 0.2
+    assert retry_countdown(ProviderTransientError("timeout"), default=0.02, minimum=0.1) == 0.1
     assert retry_countdown(ProviderPermanentError("422"), default=5) == 5
     assert retry_countdown(RuntimeError("not ours"), default=3) == 3
 

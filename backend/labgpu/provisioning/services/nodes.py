@@ -6,8 +6,10 @@ importing the tasks.
 """
 
 import logging
+import math
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -21,6 +23,7 @@ from django.db.models import F, Q
 from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking
+from labgpu.bookings.services import capacity_freed
 from labgpu.catalog.models import ProviderAccount
 from labgpu.core.crashpoints import crash_point
 from labgpu.core.reasons import reason as stored_reason
@@ -390,6 +393,7 @@ def _droplet_spec(node: Node, *, volume: Volume | None = None) -> DropletSpec:
         install_smoke=not booking.pool.smoke_preinstalled,
         data_volume=volume.name if volume else None,
         jupyter=booking.jupyter,
+        time_scale=settings.TIME_SCALE,
     )
     return DropletSpec(
         node_id=node.pk,
@@ -477,11 +481,14 @@ def accounts_to_poll() -> list[int]:
         .values_list("provider_account_id", flat=True)
         .distinct()
     )
-    interval = max(1, int(settings.LABGPU_POLL_INTERVAL_S * 0.8))
+    # One claim per account per slot of 0.8 intervals: a cache key's timeout is whole seconds
+    # (Redis), so at a small LABGPU_TIME_SCALE it could not be shorter than the interval itself.
+    slot_s = settings.LABGPU_POLL_INTERVAL_S * 0.8
+    slot = int(time.time() // slot_s)
     due = []
     for account_id in ids:
         try:
-            fresh = cache.add(f"labgpu:poll:{account_id}", 1, timeout=interval)
+            fresh = cache.add(f"labgpu:poll:{account_id}:{slot}", 1, timeout=math.ceil(slot_s) + 1)
         except Exception:  # the cache is away: poll anyway, polling is idempotent
             fresh = True
         if fresh:
@@ -651,6 +658,7 @@ def _replace_or_fail_booking(*, node: Node, reason: str, replace: bool = True) -
         to_status=BookingStatus.FAILED,
         failure_reason=reason,
     ):
+        capacity_freed(booking.pool_id)  # the failed node's slot goes to the waitlist
         booking.refresh_from_db()
         audit_record(
             actor=None,
@@ -671,11 +679,18 @@ def booking_complete_if_done(*, booking_id: int) -> None:
         if booking.status == BookingStatus.ENDING:
             crash_point("complete.before_meter")
             booking_meter(booking=booking)
-            transition(
-                Booking,
-                pk=booking.pk,
-                from_statuses=[BookingStatus.ENDING],
-                to_status=BookingStatus.COMPLETED,
-            )
+            if (
+                transition(
+                    Booking,
+                    pk=booking.pk,
+                    from_statuses=[BookingStatus.ENDING],
+                    to_status=BookingStatus.COMPLETED,
+                )
+                and booking.ended_at is not None
+                and booking.ended_at < booking.end
+            ):
+                # Ended early (cancelled while running, idle reclaim, force-end): the rest of its
+                # time is free from now on, for the pool's waitlist.
+                capacity_freed(booking.pool_id)
         elif booking.status == BookingStatus.FAILED:
             booking_meter(booking=booking)

@@ -36,6 +36,7 @@ from labgpu.providers import (
 )
 from labgpu.provisioning.drivers import driver_for
 from labgpu.provisioning.models import LabVolumeSize, Node, UntrackedVolume, Volume
+from labgpu.provisioning.selectors import volume_payer
 from labgpu.usage.models import StorageUsage
 from labgpu.usage.services import storage_record
 
@@ -94,7 +95,8 @@ def volume_ensure_for_node(*, node: Node, driver: ProviderDriver) -> Volume | No
         return None
     kind, owner_id, owner = _owner(booking)
     name = volume_name(owner_kind=kind, owner_id=owner_id, region=node.region)  # type: ignore[arg-type]
-    volume = _volume_row(node=node, name=name, owner=owner, size_gb=volume_size_for(booking.lab))
+    size_gb = min(volume_size_for(booking.lab), booking.pool.volume_limit_gb)
+    volume = _volume_row(node=node, name=name, owner=owner, size_gb=size_gb)
     if not volume.provider_id:
         made = driver.create_volume(
             VolumeSpec(name=name, region=node.region, size_gb=volume.size_gb)
@@ -115,7 +117,7 @@ def volume_ensure_for_node(*, node: Node, driver: ProviderDriver) -> Volume | No
         if holder.node_id != node.pk:
             raise VolumeBusy(
                 f"volume {volume.name} is still attached to droplet {droplet_id}",
-                retry_after=10.0,
+                retry_after=10 * settings.TIME_SCALE,
             )
     return volume
 
@@ -128,7 +130,9 @@ def _volume_row(*, node: Node, name: str, owner: dict[str, object], size_gb: int
         return existing
     try:
         with transaction.atomic():
-            return Volume.objects.create(**lookup, **owner, size_gb=size_gb)
+            return Volume.objects.create(
+                **lookup, **owner, size_gb=size_gb, pool_id=node.booking.pool_id
+            )
     except IntegrityError:  # another worker made the row first
         return live.get(**lookup)
 
@@ -198,7 +202,7 @@ def volume_release(*, node: Node, driver: ProviderDriver, droplet_id: int) -> No
         if action.status != "completed":
             raise VolumeDetachFailed(
                 f"detach of volume {volume.name} from droplet {droplet_id}: {action.status}",
-                retry_after=15.0,
+                retry_after=15 * settings.TIME_SCALE,
             )
     if droplet_id in driver.get_volume(volume.provider_id).droplet_ids:
         raise VolumeDetachFailed(f"volume {volume.name} still shows droplet {droplet_id}")
@@ -384,26 +388,12 @@ def volumes_reconcile(*, account: ProviderAccount, driver: ProviderDriver) -> in
 
 
 def _payer(volume: Volume) -> tuple[int | None, int | None]:
-    """(lab, user) the storage is charged to: the owning lab, or for a user's volume the lab of
-    the booking that last used it (else the user's first lab)."""
-    if volume.owner_lab_id:
-        return volume.owner_lab_id, None
-    node = volume.last_attached_node
-    if node is not None:
-        return node.booking.lab_id, volume.owner_user_id
-    lab_id = (
-        Lab.objects.filter(memberships__user_id=volume.owner_user_id)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-        .first()
-    )
-    return lab_id, volume.owner_user_id
+    return volume_payer(volume)
 
 
 def volumes_meter(*, until: datetime | None = None) -> int:
     """Meter every volume's storage (GB-months) up to `until` (or its deletion); idempotent."""
     until = until or now()
-    price = Decimal(str(settings.LABGPU_VOLUME_PRICE_GB_MONTH))
     metered = 0
     volumes = (
         Volume.objects.exclude(provider_id="")
@@ -411,22 +401,38 @@ def volumes_meter(*, until: datetime | None = None) -> int:
         .order_by("pk")
     )
     for volume in volumes:
-        end = min(until, volume.deleted_at) if volume.deleted_at else until
-        lab_id, user_id = _payer(volume)
-        if lab_id is None:
-            continue
-        if storage_record(
-            volume=volume,
-            lab_id=lab_id,
-            user_id=user_id,
-            region=volume.region,
-            size_gb=volume.size_gb,
-            since=volume.created_at,
-            until=end,
-            price_gb_month=price,
-        ):
+        if meter_volume(volume, until=until):
             metered += 1
     return metered
+
+
+def meter_volume(volume: Volume, *, until: datetime, grow_accepted: bool = False) -> bool:
+    """Meter one volume at its current size up to `until` (its deletion, or while a grow waits
+    for the provider, the moment it was asked for, unless `grow_accepted`: the caller records
+    the acceptance and meters up to it); whether anything was recorded.
+
+    Repeats until the records reach the end: a parallel run may have recorded a shorter period
+    from the same start (the unique start keeps one), and the rest is still at this size.
+    """
+    end = min(until, volume.deleted_at) if volume.deleted_at else until
+    if volume.resize_requested_at is not None and not grow_accepted:
+        end = min(end, volume.resize_requested_at)
+    lab_id, user_id = _payer(volume)
+    if lab_id is None:
+        return False
+    recorded = False
+    # Each call records one piece at the volume price in force (labgpu.pricing cuts at a change).
+    while storage_record(
+        volume=volume,
+        lab_id=lab_id,
+        user_id=user_id,
+        region=volume.region,
+        size_gb=volume.size_gb,
+        since=volume.created_at,
+        until=end,
+    ):
+        recorded = True
+    return recorded
 
 
 def volume_storage_cost(volume: Volume) -> Decimal:
@@ -443,7 +449,16 @@ def volumes_in_use_ids(volumes: list[Volume]) -> set[int]:
 def volume_delete_as(*, actor: object, volume: Volume) -> None:
     """The API's delete: refused while in use; the provider's refusal becomes a clear error."""
     try:
-        if not volume.provider_id:
+        if not volume.provider_id and volume.state == VolumeState.CREATING:
+            # its create may have reached the provider (a worker killed before recording it):
+            # look for it by its name, so deleting the row never leaves the disk behind
+            with driver_for(volume.provider_account) as driver:
+                made = driver.find_volume(volume.name, volume.region)
+                if made is not None:
+                    Volume.objects.filter(pk=volume.pk, provider_id="").update(provider_id=made.id)
+                    volume.refresh_from_db()
+                volume_delete(volume=volume, driver=driver)
+        elif not volume.provider_id:
             volume_delete(volume=volume, driver=None)  # never made at the provider
         else:
             with driver_for(volume.provider_account) as driver:

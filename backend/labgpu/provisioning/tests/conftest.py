@@ -59,7 +59,6 @@ def lifecycle(
 ):
     """Everything a booking needs to become a node: catalog, quota, emulator, broker, API."""
     monkeypatch.setenv("LABGPU_PROVIDER_TOKEN_EMULATOR", EMULATOR_TOKEN)
-    settings.LABGPU_HEARTBEAT_INTERVAL_S = 1
     scale_lifecycle_timings(settings)  # the API's side of the lifecycle, at the workers' scale
     settings.LABGPU_PUBLIC_API_URL = live_server.url
     account = ProviderAccount.objects.create(

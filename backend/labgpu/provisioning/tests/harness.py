@@ -104,11 +104,7 @@ class Worker:
             "--without-heartbeat",
             "-n",
             f"test-{time.monotonic_ns()}@%h",
-            *(
-                ["--beat", "--schedule", str(self.log_path.with_suffix(".beat"))]
-                if self.beat
-                else []
-            ),
+            *(["--beat", "--schedule", self.schedule_file()] if self.beat else []),
         ]
 
     def kill(self) -> None:
@@ -143,6 +139,12 @@ class Worker:
         )
         return time.time()
 
+    def schedule_file(self) -> str:
+        """A schedule file of this start's own: a restarted worker must not open the file its
+        predecessor's beat (still dying in its process group) holds — on Python 3.13 shelve is
+        SQLite, which refuses it ("locking protocol") and the new beat never runs."""
+        return str(self.log_path.with_suffix(f".{time.monotonic_ns()}.beat"))
+
     def log_tail(self, lines: int = 60) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
@@ -151,7 +153,7 @@ class Beat(Worker):
     """A `celery beat` process of its own (the schedule apart from the workers)."""
 
     def command(self) -> list[str]:
-        schedule = str(self.log_path.with_suffix(".beat"))
+        schedule = self.schedule_file()
         return [str(VENV_BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO",
                 "--schedule", schedule]  # fmt: skip
 

@@ -190,8 +190,13 @@ def test_requests_answer_normally_while_the_broker_is_down_and_the_work_is_done_
     ledger = assert_ledger_exact(lifecycle.emulator)
     assert len(ledger) == 4  # two bookings' nodes, the failed node and its replacement
     assert server_errors == []
-    # Once the broker is back, this process publishes again (kombu's closed pools were dropped).
-    assert publish_best_effort("labgpu.core.tasks.relay_outbox")
+    # Once the broker is back, this process publishes again (kombu's closed pools were dropped)
+    # as soon as its breaker's window since the last failure has passed (a setting, scaled).
+    wait_for(
+        lambda: publish_best_effort("labgpu.core.tasks.relay_outbox"),
+        timeout_s=60,
+        message="this process to publish again",
+    )
 
 
 def failing_report() -> dict:

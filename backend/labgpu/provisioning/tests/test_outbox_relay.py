@@ -13,7 +13,7 @@ import pytest
 from labgpu.accounts.services import token_create
 from labgpu.bookings.models import Booking
 from labgpu.core.models import OutboxMessage
-from labgpu.core.outbox import RELAY_AFTER, publish_best_effort
+from labgpu.core.outbox import publish_best_effort, relay_after
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.tests.conftest import on_demand_body
@@ -52,14 +52,14 @@ def test_a_booking_made_while_the_broker_is_down_starts_through_the_outbox_alone
     # The broker is back; a worker runs whatever reaches the queue, its beat only the poll.
     lifecycle.start_worker(**SWEEPS_OFF)
     wait_for(
-        lambda: now() - OutboxMessage.objects.get(pk=row.pk).created_at > RELAY_AFTER,
-        message="the row to be the relay's (older than RELAY_AFTER)",
+        lambda: now() - OutboxMessage.objects.get(pk=row.pk).created_at > relay_after(),
+        message="the row to be the relay's (older than LABGPU_OUTBOX_RELAY_AFTER_S)",
     )
     assert OutboxMessage.objects.filter(pk=row.pk).exists()  # nobody published it meanwhile
     assert Booking.objects.get(pk=booking_id).status == "scheduled"
     # What the beat's relay-outbox entry sends, and nothing else of the schedule; sent again
     # until the broker takes it, as the beat would (this process's breaker skips it for
-    # BREAKER_OPEN_S after the failure above).
+    # LABGPU_REDIS_BREAKER_S after the failure above).
     wait_for(
         lambda: publish_best_effort("labgpu.core.tasks.relay_outbox"),
         message="the broker to take the relay",

@@ -1,18 +1,19 @@
 """Migration 0011 (one Volume row per provider volume) on a database that already holds several.
 
-The volume rows are written with today's models while the schema stands at 0010: 0011 only adds
-the unique constraint, so that table is the same, minus the rule. Nodes have gained columns since
-(0012–0014), so the nodes the volumes attach to are made at the latest schema, before the
-migration back to 0010 drops those columns.
+The tests run 0011's own step (its merge, then its constraint) over today's table with the rule
+lifted: the schema gains columns with every release (0015 added a pool to volumes, 0012-0014
+columns to nodes), so going back to 0010 and writing today's models broke twice. The merge reads
+the volume and storage tables through the app registry the migration is given, here today's.
 """
 
+import importlib
 import logging
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.apps import apps as today
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from labgpu.catalog.tests.factories import ProviderAccountFactory
 from labgpu.core.timeutils import now
@@ -20,26 +21,33 @@ from labgpu.provisioning.models import Volume
 from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.usage.models import StorageUsage
 
-BEFORE = [("provisioning", "0010_volume_used_at_near_full")]
-AFTER = [("provisioning", "0011_volume_unique_provider_id")]
+MIGRATION = importlib.import_module("labgpu.provisioning.migrations.0011_volume_unique_provider_id")
+RULE = next(c for c in Volume._meta.constraints if c.name == "volume_unique_provider_id")
 
 
-def migrate(targets: list[tuple[str, str]] | None = None) -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets or executor.loader.graph.leaf_nodes())
+def migrate() -> None:
+    """0011's operations: merge the rows, then add the rule (which refuses duplicates left)."""
+    with connection.schema_editor() as editor:
+        MIGRATION.merge_duplicate_volumes(today, editor)
+        editor.add_constraint(Volume, RULE)
 
 
 @pytest.fixture
 def at_0010(transactional_db):
-    """The schema at 0010, with a provider account and two of its nodes (made before going back)."""
+    """The volume table without 0011's rule, with a provider account and two of its nodes."""
     account = ProviderAccountFactory()
     nodes = [NodeFactory(provider_account=account) for _ in range(2)]
-    migrate(BEFORE)
+    with connection.schema_editor() as editor:
+        editor.remove_constraint(Volume, RULE)
     yield account, nodes
-    # Back to the latest schema for the tests that follow, whatever this one left behind.
     StorageUsage.objects.all().delete()
     Volume.objects.all().delete()
-    migrate()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_class WHERE relname = %s", [RULE.name])
+        present = cursor.fetchone()
+    if not present:
+        with connection.schema_editor() as editor:
+            editor.add_constraint(Volume, RULE)
 
 
 def volume(owner, name: str, *, account, provider_id: str, age_days: int, **fields) -> Volume:
@@ -110,7 +118,7 @@ def test_0011_merges_rows_of_one_provider_volume_keeping_the_one_in_use(
     )
 
     with caplog.at_level(logging.WARNING, logger="labgpu.provisioning"):
-        migrate(AFTER)
+        migrate()
 
     # The row in use keeps the disk (not the newest: a booking holds it) with its node.
     used.refresh_from_db()
@@ -153,7 +161,11 @@ def test_0011_refuses_to_choose_between_two_rows_each_attached_to_a_node(at_0010
         for n in range(2)
     ]
     with pytest.raises(RuntimeError, match="vol-1") as refused:
-        migrate(AFTER)
+        migrate()
     assert all(f"#{row.pk}" in str(refused.value) for row in rows)
     assert Volume.objects.filter(provider_id="vol-1").count() == 2  # nothing was changed
     Volume.objects.filter(pk=rows[0].pk).delete()  # an admin's choice; then it migrates
+    migrate()
+    assert list(Volume.objects.filter(provider_id="vol-1").values_list("pk", flat=True)) == [
+        rows[1].pk
+    ]

@@ -202,3 +202,39 @@ def test_usage_shows_booked_vs_used_hours_and_average_utilisation_per_booking_us
     # Split over days, the used hours still add up.
     days = as_bob.get("/api/v1/usage/", {**window, "group_by": "day"}).json()
     assert sum(d["used_hours"] for d in days) == pytest.approx(1.0)
+
+
+def test_usage_by_cost_centre_in_json_and_csv(as_bob, alice, vision_lab, pool, finished):
+    import csv as csv_module
+    import io
+
+    from labgpu.budgets.models import CostCentre
+
+    grant = CostCentre.objects.create(lab=vision_lab, code="NSF-123")
+    funded = BookingFactory(
+        lab=vision_lab,
+        user=alice,
+        pool=pool,
+        start=T0 + timedelta(days=2),
+        end=T0 + timedelta(days=2, hours=3),
+        status="completed",
+        cost_centre=grant,
+        slot=1,
+    )
+    record(funded, hours=3, start=funded.start)
+    query = {
+        "start": "2030-03-01T00:00:00Z",
+        "end": "2030-04-01T00:00:00Z",
+        "group_by": "cost_centre",
+    }
+    rows = as_bob.get("/api/v1/usage/", query).json()
+    assert [(r["cost_centre"], r["cost_centre_name"], r["cost"]) for r in rows] == [
+        (None, "", "8.00"),  # `finished`: 4 charged hours at 2.00, booked to no cost centre
+        (grant.pk, "NSF-123", "6.00"),
+    ]
+    exported = as_bob.get("/api/v1/usage/", {**query, "format": "csv"}).content.decode()
+    table = list(csv_module.DictReader(io.StringIO(exported)))
+    assert [(r["cost_centre_name"], r["cost"]) for r in table] == [
+        ("", "8.00"),
+        ("NSF-123", "6.00"),
+    ]

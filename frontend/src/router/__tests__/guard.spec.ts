@@ -33,9 +33,9 @@ describe('route guard (I-6: people see only what their role allows)', () => {
 
   it('keeps members out of admin pages', () => {
     const session = signedIn(alice)
-    expect(guard(to('approvals'), session)).toEqual({ name: 'dashboard' })
-    expect(guard(to('nodes'), session)).toEqual({ name: 'dashboard' })
-    expect(guard(to('lab-members'), session)).toEqual({ name: 'dashboard' })
+    expect(guard(to('approvals'), session)).toEqual({ name: 'dashboard', query: { refused: 'approvals' } })
+    expect(guard(to('nodes'), session)).toEqual({ name: 'dashboard', query: { refused: 'nodes' } })
+    expect(guard(to('lab-members'), session)).toEqual({ name: 'dashboard', query: { refused: 'lab-members' } })
     expect(guard(to('calendar'), session)).toBe(true)
     expect(guard(to('feeds'), session)).toBe(true)
   })
@@ -44,7 +44,7 @@ describe('route guard (I-6: people see only what their role allows)', () => {
     const bob: Me = { ...alice, username: 'bob', memberships: [{ ...alice.memberships[0]!, role: 'lab_admin' }] }
     expect(guard(to('approvals'), signedIn(bob))).toBe(true)
     expect(guard(to('lab-members'), signedIn(bob))).toBe(true)
-    expect(guard(to('nodes'), signedIn(bob))).toEqual({ name: 'dashboard' })
+    expect(guard(to('nodes'), signedIn(bob))).toEqual({ name: 'dashboard', query: { refused: 'nodes' } })
 
     setActivePinia(createPinia())
     const carol: Me = { ...alice, username: 'carol', is_site_admin: true, memberships: [] }

@@ -6,7 +6,7 @@ import { assignLanes, freeWindows, laneCountFor, laneResources, monthSummaryEven
 const labels = { mine: 'Mine', busy: 'Busy', blackout: 'Maintenance', lane: (n: number) => `Node ${n}` }
 
 function block(start: string, end: string, extra: Partial<BusyBlock> = {}): BusyBlock {
-  return { start, end, reserved_start: start, reserved_end: end, status: 'scheduled', mine: false, booking: null, lab: null, ...extra }
+  return { start, end, reserved_start: start, reserved_end: end, status: 'scheduled', mine: false, booking: null, lab: null, series: null, ...extra }
 }
 
 describe('capacity lanes', () => {
@@ -172,5 +172,22 @@ describe('free windows a keyboard user may book', () => {
       ['2026-12-01T00:00:00.000Z', '2026-12-01T16:00:00.000Z'],
       ['2026-12-01T16:00:00.000Z', '2026-12-02T00:00:00.000Z'],
     ])
+  })
+})
+
+describe('series on the calendar', () => {
+  it('marks an occurrence of a series, and nothing else', () => {
+    const events = toCalendarEvents(
+      [
+        block('2026-12-01T01:00:00Z', '2026-12-01T02:00:00Z', { mine: true, booking: 7, series: 3 }),
+        block('2026-12-01T03:00:00Z', '2026-12-01T04:00:00Z', { mine: true, booking: 8 }),
+      ],
+      [],
+      1,
+      'UTC',
+      labels,
+    )
+    expect(events.map((e) => !!e.classNames?.includes('ev-series'))).toEqual([true, false])
+    expect(events[0]!.extendedProps!.series).toBe(3)
   })
 })

@@ -3,10 +3,11 @@ history (labgpu.demo.history). Safe to re-run."""
 
 import json
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -15,6 +16,15 @@ from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.services import token_create
 from labgpu.bookings.models import Booking
 from labgpu.bookings.services import booking_approve, booking_create, booking_extend
+from labgpu.bookings.services.series import recurrence_of, series_create
+from labgpu.budgets.models import Budget, CostCentre
+from labgpu.budgets.selectors import budget_current
+from labgpu.budgets.services import (
+    budget_create,
+    budget_update,
+    cost_centre_create,
+    cost_centre_default_set,
+)
 from labgpu.catalog.models import InstanceType, NodePool, ProviderAccount
 from labgpu.chat import crypto as chat_crypto
 from labgpu.chat import kinds as chat_kinds
@@ -24,6 +34,8 @@ from labgpu.core.timeutils import ceil_to_grid, month_start, next_month, now
 from labgpu.demo.history import seed_history, seed_quota_request
 from labgpu.provisioning.services.nodes import booking_tag
 from labgpu.quotas.models import Quota
+from labgpu.waitlist.models import WaitlistEntry
+from labgpu.waitlist.services import waitlist_join
 
 DEMO_PASSWORD = "labgpu-demo"
 EMULATOR_ACCOUNT = "Local emulator"
@@ -50,6 +62,8 @@ PEOPLE = [
     ("mallory", "Mallory", "member", "language", "Europe/London", "en"),
 ]
 LABS = {"vision": "Vision Lab", "language": "Language Lab"}
+SERIES_DEMO_PURPOSE = "[demo] Weekly evaluation run"
+WAITLIST_DEMO_PURPOSE = "[demo] Waiting for the H200: long-context eval"
 
 # GPU facts from docs/gpu-facts.md. Prices are DigitalOcean list prices per droplet-hour at the
 # time of writing; site admins should copy the live `price_hourly` from GET /v2/sizes.
@@ -233,8 +247,11 @@ class Command(BaseCommand):
             self._chat_channel(users)
         self._bookings(users, pools)
         self._extension_request(users, pools)
+        self._weekly_series(users, pools)
+        self._waiting_entry(users, pools)
         seed_history(users=users, pools=pools)
         seed_quota_request(users=users, pools=pools)
+        self._budgets(users)
         if options["live"]:
             self._live_bookings()
             self._write_idle_file(options["idle_file"])
@@ -247,6 +264,28 @@ class Command(BaseCommand):
                     f"{len(pools)} pools."
                 )
             )
+
+    def _budgets(self, users: dict[str, User]) -> None:
+        """The Vision Lab's grant as a cost centre (alice's default), and the Language Lab near
+        its soft monthly budget: this month's bookings come to about 85 % of it, so the
+        dashboard's bar and the booking form show a lab close to its limit."""
+        vision = Lab.objects.get(slug="vision")
+        language = Lab.objects.get(slug="language")
+        grant = CostCentre.objects.filter(lab=vision, code="NSF-2231").first()
+        if grant is None:
+            grant = cost_centre_create(
+                actor=users["bob"], lab=vision, code="NSF-2231", name="Vision grant"
+            )
+            cost_centre_create(actor=users["bob"], lab=vision, code="P-ROBOT", name="Robotics")
+        cost_centre_default_set(
+            actor=users["bob"], lab=vision, user=users["alice"], cost_centre=grant
+        )
+        budget = Budget.objects.filter(lab=language, cost_centre=None).first()
+        if budget is None:
+            budget = budget_create(actor=users["dave"], lab=language, amount=Decimal(1))
+        projected = budget_current(budget, now()).spend.total
+        amount = max(Decimal(10), (projected / Decimal("0.85")).quantize(Decimal(1)))
+        budget_update(actor=users["dave"], budget=budget, amount=amount)
 
     def _people(self) -> dict[str, User]:
         labs = {
@@ -387,6 +426,48 @@ class Command(BaseCommand):
                 purpose=purpose,
                 jupyter=purpose in notebooks,
             )
+
+    def _weekly_series(self, users: dict[str, User], pools: dict[str, NodePool]) -> None:
+        """erin's weekly evaluation run: a series (issue 25) of four Thursdays at 20:00 on her
+        clock (Toronto), booked through the same rules as any booking; marked on the calendar."""
+        if Booking.objects.filter(purpose=SERIES_DEMO_PURPOSE).exists():
+            return
+        erin = users["erin"]
+        zone = ZoneInfo(erin.timezone)
+        local = now().astimezone(zone)
+        thursday = local.date() + timedelta(days=(3 - local.weekday()) % 7 or 7)
+        start = datetime(thursday.year, thursday.month, thursday.day, 20, tzinfo=zone)
+        try:
+            series_create(
+                user=erin,
+                pool=pools["mi300x-tor1"].pk,
+                start=start,
+                end=start + timedelta(hours=3),
+                recurrence=recurrence_of(frequency="weekly", timezone=erin.timezone, count=4),
+                purpose=SERIES_DEMO_PURPOSE,
+            )
+        except ApplicationError as error:  # a demo database someone filled: say so, go on
+            self.stderr.write(f"weekly series not booked: {error.message}")
+
+    def _waiting_entry(self, users: dict[str, User], pools: dict[str, NodePool]) -> None:
+        """erin waits (issue 25) for the one H200 node while dave's vLLM run holds it: her entry
+        is first in line, offered the slot if dave cancels."""
+        if WaitlistEntry.objects.filter(purpose=WAITLIST_DEMO_PURPOSE).exists():
+            return
+        held = Booking.objects.filter(purpose="[demo] vLLM throughput comparison").first()
+        if held is None:
+            return
+        try:
+            waitlist_join(
+                user=users["erin"],
+                pool=pools["h200-nyc2"],
+                earliest_start=held.start,
+                latest_end=held.end,
+                duration_minutes=int((held.end - held.start).total_seconds() // 60),
+                purpose=WAITLIST_DEMO_PURPOSE,
+            )
+        except ApplicationError as error:  # a demo database someone filled: say so, go on
+            self.stderr.write(f"waitlist entry not made: {error.message}")
 
     def _extension_request(self, users: dict[str, User], pools: dict[str, NodePool]) -> None:
         """alice's approved booking with a longer end asked: the extension awaits bob."""

@@ -2,7 +2,7 @@ import { flushPromises } from '@vue/test-utils'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
 import { ApiError } from '@/api/client'
-import type { Availability, InstanceType, Pool, Quota } from '@/api/types'
+import type { Availability, Budget, InstanceType, Pool, Quota } from '@/api/types'
 import { mountWithApp } from '@/__tests__/helpers'
 import { resetCatalog } from '@/composables/useCatalog'
 
@@ -56,7 +56,10 @@ const api = vi.hoisted(() => ({
   poolFreeWindows: vi.fn(),
   listQuotas: vi.fn(),
   listPoolReadyTimes: vi.fn(async () => [{ pool: 2, median_seconds: 40, max_seconds: 95, samples: 7 }]),
+  listBudgets: vi.fn(async (): Promise<Budget[]> => []),
+  listCostCentres: vi.fn(async () => []),
 }))
+vi.mock('@/api/budgets', () => ({ listBudgets: api.listBudgets, listCostCentres: api.listCostCentres }))
 vi.mock('@/api/bookings', () => ({ createBooking: api.createBooking }))
 vi.mock('@/api/quotas', () => ({ listQuotas: api.listQuotas }))
 vi.mock('@/api/catalog', () => ({
@@ -267,6 +270,26 @@ describe('BookingForm', () => {
     expect(wrapper.find('[data-testid=next-free-option]').exists()).toBe(false)
     // alice is no lab admin here: she is told to ask one of the lab.
     expect(wrapper.get('[data-testid=form-refusal-help]').text()).toContain('ask an admin of')
+  })
+
+  it('sets the cost against the budget period the booking starts in, not the current one', async () => {
+    const january = (left: string): Budget => ({
+      id: 5, lab: { id: 1, name: 'Vision Lab', slug: 'vision' }, cost_centre: null, cost_centre_code: null,
+      period: 'month', starts_on: null, ends_on: null, amount: '100.00', currency: 'USD', enforcement: 'hard',
+      period_start: '2027-01-01T00:00:00Z', period_end: '2027-02-01T00:00:00Z',
+      consumed: '0.00', forecast: '0.00', committed: '0.00', projected: '0.00', left, percent: '0.0',
+    })
+    api.listBudgets.mockImplementation(async (f?: { at?: string }) => [january(f?.at?.startsWith('2027-01') ? '7.00' : '90.00')])
+    const wrapper = await mountForm()
+    expect(api.listBudgets).toHaveBeenLastCalledWith({ lab: 1, at: '2026-12-01T01:00:00.000Z' })
+    // Moved to January (09:00 Shanghai = 01:00 UTC): January's period is asked for and shown.
+    await wrapper.get('#booking-start').setValue('2027-01-05T09:00')
+    await wrapper.get('#booking-end').setValue('2027-01-05T13:00')
+    await flushPromises()
+    expect(api.listBudgets).toHaveBeenLastCalledWith({ lab: 1, at: '2027-01-05T01:00:00.000Z' })
+    const row = wrapper.get('[data-testid=budget-left-row]').text()
+    expect(row).toContain('$7.00')
+    expect(row).not.toContain('$90.00')
   })
 
   it('refuses a window that ends before it starts without asking the API', async () => {

@@ -1,0 +1,132 @@
+"""The waitlist under races: several frees, duplicate promotions and sweeps at once, over two pools
+of one GPU model, each thread on its own database connection. The database has to hold the line:
+each freed slot ends held by at most one offer, no entry holds two, and the first in line are the
+ones offered (nobody skipped)."""
+
+import threading
+from datetime import timedelta
+from itertools import pairwise
+
+import pytest
+from django.db import connection
+
+from labgpu.accounts.tests.factories import MembershipFactory, UserFactory
+from labgpu.bookings.models import Booking
+from labgpu.bookings.selectors import peak_usage
+from labgpu.bookings.services import booking_cancel, booking_create
+from labgpu.catalog.tests.factories import NodePoolFactory
+from labgpu.waitlist import services
+from labgpu.waitlist.models import WaitlistEntry
+
+WAITERS = 7
+
+
+def in_parallel(jobs) -> list[BaseException]:
+    """Run every job at once (a barrier releases them together), each in a thread of its own with
+    its own database connection; returns what they raised."""
+    barrier = threading.Barrier(len(jobs))
+    errors: list[BaseException] = []
+
+    def run(job) -> None:
+        try:
+            barrier.wait()
+            job()
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+def assert_slots_held_once(pool) -> None:
+    live = list(
+        Booking.objects.filter(pool=pool, status__in=Booking.LIVE_STATUSES).values_list(
+            "reserved_start", "reserved_end", "slot"
+        )
+    )
+    if not live:
+        return
+    periods = [(start, end) for start, end, _ in live]
+    assert peak_usage(periods, min(s for s, _ in periods), max(e for _, e in periods)) <= (
+        pool.capacity
+    )
+    for slot in {slot for _, _, slot in live}:
+        mine = sorted((s, e) for s, e, sl in live if sl == slot)
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(mine))
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_parallel_frees_and_waiters_give_each_slot_one_offer_and_skip_nobody(
+    instance_type, quotas, alice, vision_lab, tomorrow
+):
+    end = tomorrow + timedelta(hours=2)
+    pools = [
+        NodePoolFactory(instance_type=instance_type, capacity=2, max_days_ahead=60)
+        for _ in range(2)
+    ]
+    held = [
+        booking_create(user=alice, pool=pool, start=tomorrow, end=end)[0]
+        for pool in pools
+        for _ in range(pool.capacity)
+    ]
+    waiters = []
+    for index in range(WAITERS):
+        user = UserFactory(username=f"waiter{index}")
+        MembershipFactory(user=user, lab=vision_lab)
+        # Alternate: one waits for the GPU model (either pool), the next for the first pool.
+        where = {"gpu_model": instance_type.gpu_model} if index % 2 == 0 else {"pool": pools[0]}
+        waiters.append(
+            services.waitlist_join(
+                user=user, earliest_start=tomorrow, latest_end=end, duration_minutes=120, **where
+            )
+        )
+    assert not WaitlistEntry.objects.exclude(status=WaitlistEntry.Status.WAITING).exists()
+
+    def free(booking):
+        def job():
+            booking_cancel(actor=alice, booking=Booking.objects.get(pk=booking.pk))
+            services.waitlist_promote(pool_id=booking.pool_id)  # what the worker then runs
+
+        return job
+
+    def promote(pool):
+        return lambda: services.waitlist_promote(pool_id=pool.pk)
+
+    jobs = [free(booking) for booking in held]
+    jobs += [promote(pool) for pool in pools for _ in range(3)]  # redelivered, duplicated tasks
+    jobs += [services.waitlist_sweep for _ in range(2)]
+    errors = in_parallel(jobs)
+    assert not errors, errors
+    services.waitlist_sweep()  # whatever a promotion that ran before its free committed missed
+
+    freed = sum(pool.capacity for pool in pools)
+    entries = list(WaitlistEntry.objects.order_by("id"))
+    offered = [e for e in entries if e.status == WaitlistEntry.Status.OFFERED]
+    # Each freed slot went to one offer, and they went to the first in line: a pool entry may
+    # only be offered in its pool, so nobody was passed over while a slot they could use is free.
+    assert len(offered) == freed
+    offers = list(Booking.objects.filter(status=Booking.Status.OFFERED))
+    assert len(offers) == freed
+    assert sorted(b.pk for b in offers) == sorted(e.booking_id for e in offered)
+    assert len({b.user_id for b in offers}) == freed  # nobody holds two
+    for entry in offered:
+        booking = next(b for b in offers if b.pk == entry.booking_id)
+        assert booking.user_id == entry.user_id
+        assert entry.pool_id in (None, booking.pool_id)
+    waiting = [e for e in entries if e.status == WaitlistEntry.Status.WAITING]
+    assert len(offered) + len(waiting) == WAITERS
+    for late in waiting:
+        # A waiter still waiting may only be behind offers it could not have used.
+        assert all(
+            early.pk < late.pk or (late.pool_id and early.booking.pool_id != late.pool_id)
+            for early in offered
+        ), (late.pk, [(e.pk, e.booking.pool_id) for e in offered])
+    for pool in pools:
+        assert_slots_held_once(pool)
