@@ -11,10 +11,16 @@ anyway. Each tick uses a short-lived connection with timeouts, so a dead or wedg
 tick, never the beat. Without a Redis broker (the embedded filesystem broker: one process) the beat
 always leads. Run a beat in every worker (`celery worker --beat`) or several `celery beat`
 processes (docs/operations.md, "Failover").
+
+The schedule's file is a plain `dbm.dumb` store, not shelve's default: on Python 3.13 that is
+SQLite in WAL mode, and a beat restarted beside its SIGKILLed predecessor died on its first read
+("locking protocol", after SQLite's ten seconds of retries), leaving the worker with no sweeps.
 """
 
+import dbm.dumb
 import logging
 import secrets
+import shelve
 from typing import Any
 
 import redis
@@ -48,7 +54,18 @@ def tick_s() -> float:
     return float(settings.LABGPU_BEAT_TICK_S)
 
 
+class PlainFileStore:
+    """What PersistentScheduler calls `persistence`: shelve over dbm.dumb (files NAME.dat and
+    NAME.dir, which the scheduler's own clean-up of a corrupt schedule already knows)."""
+
+    @staticmethod
+    def open(filename: str, writeback: bool = False) -> shelve.Shelf:
+        return shelve.Shelf(dbm.dumb.open(filename, "c"), writeback=writeback)
+
+
 class LeaderScheduler(PersistentScheduler):
+    persistence = PlainFileStore
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.token = secrets.token_hex(8)
         self.leading = False
