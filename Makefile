@@ -17,6 +17,8 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 PY := $(CURDIR)/$(VENV)/bin/python
 # Parallel workers for the quick tests (`make test TEST_WORKERS=0` runs them in one process).
 TEST_WORKERS ?= auto
+# Parallel workers for the slow tests (live workers, servers, crash bounds); 0: one process.
+SLOW_TEST_WORKERS ?= 2
 MANAGE := cd $(BACKEND) && $(PY) manage.py
 MANAGE_AT_EMULATOR = cd $(BACKEND) && EMULATOR_PORT=$(EMULATOR_PORT) CHAT_SINK_PORT=$(CHAT_SINK_PORT) $(PY) manage.py
 STAMP := $(VENV)/.installed
@@ -165,10 +167,10 @@ test: db ## Install what is needed and run every test (on DATABASE_URL's server,
 	@mkdir -p var
 	$(MAKE) lint
 	@# The quick tests in parallel (pytest-xdist; each worker has its own test database and Redis
-	@# database); the live-process ones (`slow`: workers, gunicorn, crash and timing bounds) one
-	@# at a time, so no bound they check is measured on a machine the other half keeps busy.
+	@# database); the live-process ones (`slow`: workers, gunicorn, crash and timing bounds) on
+	@# their own, two at a time: they mostly wait on subprocesses (load average ~2 on 2 cores).
 	cd $(BACKEND) && $(PY) -m pytest -m "not security and not slow" -n $(TEST_WORKERS) --maxprocesses 4
-	cd $(BACKEND) && $(PY) -m pytest -m "slow and not security"
+	cd $(BACKEND) && $(PY) -m pytest -m "slow and not security" -n $(SLOW_TEST_WORKERS)
 	$(MAKE) security
 ifneq ($(wildcard agent/pyproject.toml),)
 	cd agent && $(PY) -m pytest
