@@ -29,7 +29,7 @@ from labgpu_agent.facts import Facts
 from labgpu_agent.parsers import PARSERS, ParseError, parse
 from labgpu_agent.profiles import PROFILES, InstanceProfile, UnknownProfile, get_profile
 from labgpu_agent.report import build_report
-from labgpu_agent.smoke import SMOKE_NAMES, run_smoke
+from labgpu_agent.smoke import SMOKE_NAMES, run_smoke, run_smokes
 from labgpu_agent.smoke.base import SmokeResult
 from labgpu_agent.stress import BURN_S, DeepRun, run_deep_tests
 from labgpu_agent.usage import collect_usage_live, fixture_usage_from_env
@@ -107,9 +107,7 @@ def assemble_report(
         # Fixture mode never touches torch: the recorded results stand in for the runs.
         smoke = [s for s in fixture.smoke if not to_run or s.name in to_run]
     else:
-        for name in to_run:
-            options = (smoke_options or {}).get(name, {})
-            smoke.extend(run_smoke(name, profile.baselines if profile else {}, **options))
+        smoke = run_smokes(to_run, profile.baselines if profile else {}, smoke_options)
     smoke_s = time.perf_counter() - smoke_started
     if profile is None:
         findings = [

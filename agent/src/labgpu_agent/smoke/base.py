@@ -6,10 +6,12 @@ with no GPU, turns into a `skipped` result with the reason — never an exceptio
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from types import ModuleType
 from typing import Any
@@ -59,6 +61,29 @@ def load_torch() -> ModuleType:
         raise SmokeSkipped("PyTorch sees no GPU (torch.cuda.is_available() is False)")
     module: ModuleType = torch
     return module
+
+
+# Installed beside the smoke libraries on many images and imported by them at load, never used by a
+# smoke test: transformers imports scikit-learn (2.2 s on the H200, docs/benchmarks.md) whenever it
+# is installed, for assisted generation's candidate generator only.
+UNUSED_IMPORTS = ("sklearn",)
+
+
+@contextlib.contextmanager
+def unused_imports_blocked() -> Iterator[None]:
+    """Inside the block, `import sklearn` fails and `importlib.util.find_spec("sklearn")` is None
+    (sys.modules mapping a name to None is the import system's own mark of an absent module), so
+    transformers' `is_sklearn_available()` is False and it skips the import. A module already
+    imported is left alone; the marks are taken away again at the end."""
+    marked = [name for name in UNUSED_IMPORTS if name not in sys.modules]
+    for name in marked:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for name in marked:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
 
 
 def import_optional(name: str) -> ModuleType:
