@@ -183,7 +183,7 @@ endif
 security: db ## Security regression suite: live gunicorn, production settings, schemathesis (0 5xx)
 	@mkdir -p var && rm -f var/security-report.txt
 	cd $(BACKEND) && LABGPU_SECURITY_REPORT=$(CURDIR)/var/security-report.txt \
-	  $(PY) -m pytest -m security --durations=5
+	  $(PY) -m pytest -m security --durations=5 -n $(SLOW_TEST_WORKERS)
 	@cat var/security-report.txt 2>/dev/null || true
 
 .PHONY: test-frontend

@@ -154,6 +154,8 @@ def report_server_errors(server: LiveGunicorn) -> None:
     errors = [s for s in statuses if s >= 500]
     summary = f"live gunicorn answered {len(statuses)} requests, {len(errors)} with a 5xx"
     if os.environ.get("LABGPU_SECURITY_REPORT"):
-        Path(os.environ["LABGPU_SECURITY_REPORT"]).write_text(summary + "\n")
+        # Appended: under pytest-xdist each worker has its own server and adds its own line.
+        with Path(os.environ["LABGPU_SECURITY_REPORT"]).open("a") as report:
+            report.write(summary + "\n")
     if errors:
         pytest.fail(f"{summary}; the log is {server.log_path}")
