@@ -81,4 +81,46 @@ describe('waitlist (issue 25)', () => {
     cleanup.push(() => cancelBooking(bob.context, offer.booking))
     await page.locator('[data-testid=waitlist-booking-link]').first().waitFor()
   })
+
+  it('joins the waitlist for any pool of the GPU model instead of the one pool', async () => {
+    const alice = await signIn(browser, 'alice')
+    const bob = await signIn(browser, 'bob')
+    const pool = (await listPools(alice.context)).find((p) => p.capacity === 1 && !p.requires_approval)
+    assert.ok(pool, 'the demo data has a one-node pool')
+    const model = pool.instance_type_detail.gpu_model
+    const window = await freeWindow(alice.context, pool, 60)
+    const held = await book(alice.context, { pool: pool.id, start: window.start, end: window.end, purpose: 'e2e waitlist by model: fills the window' })
+    cleanup.push(() => cancelBooking(alice.context, held.id))
+
+    const { timezone } = await me(bob.context)
+    const page = bob.page
+    await page.goto(`/bookings/new?pool=${pool.id}`)
+    await page.fill('#booking-start', wallTime(window.start, timezone))
+    await page.fill('#booking-end', wallTime(window.end, timezone))
+    assert.equal((await submitForm(page)).status, 409)
+    const choice = page.locator('[data-testid=waitlist-for]')
+    await choice.waitFor()
+    assert.match(await choice.innerText(), new RegExp(model))
+    await page.locator('[data-testid=waitlist-for-model]').check()
+    assert.deepEqual(await seriousViolations(page), [])
+    const [joined] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/api/v1/waitlist/')),
+      page.locator('[data-testid=waitlist-join-submit]').click(),
+    ])
+    assert.equal(joined.status(), 201)
+    const entry = await joined.json()
+    cleanup.push(() => apiCall(bob.context, 'POST', `/api/v1/waitlist/${entry.id}/leave/`))
+    // The row the API keeps: any pool of the model, not the pool the form was on.
+    const row = (await apiCall(bob.context, 'GET', `/api/v1/waitlist/${entry.id}/`)).body
+    assert.equal(row.status, 'waiting')
+    assert.equal(row.pool, null)
+    assert.equal(row.gpu_model, model)
+    assert.equal(row.duration_minutes, 60)
+
+    await page.goto('/waitlist')
+    const item = page.locator(`[data-testid=waitlist-entry][data-entry-id="${entry.id}"]`)
+    await item.waitFor()
+    assert.match(await item.innerText(), new RegExp(model))
+    await screenshot(page, 'waitlist-by-model')
+  })
 })

@@ -58,7 +58,9 @@ const api = vi.hoisted(() => ({
   listPoolReadyTimes: vi.fn(async () => [{ pool: 2, median_seconds: 40, max_seconds: 95, samples: 7 }]),
   listBudgets: vi.fn(async (): Promise<Budget[]> => []),
   listCostCentres: vi.fn(async () => []),
+  joinWaitlist: vi.fn(),
 }))
+vi.mock('@/api/waitlist', () => ({ joinWaitlist: api.joinWaitlist }))
 vi.mock('@/api/budgets', () => ({ listBudgets: api.listBudgets, listCostCentres: api.listCostCentres }))
 vi.mock('@/api/bookings', () => ({ createBooking: api.createBooking }))
 vi.mock('@/api/quotas', () => ({ listQuotas: api.listQuotas }))
@@ -73,9 +75,10 @@ vi.mock('@/api/catalog', () => ({
 
 const { default: BookingForm } = await import('../BookingForm.vue')
 
-async function mountForm() {
+async function mountForm(stubs: Record<string, boolean> = {}) {
   const wrapper = mountWithApp(BookingForm, {
     props: { pool: 2, start: '2026-12-01T01:00:00Z', end: '2026-12-01T05:00:00Z' },
+    global: { stubs },
   })
   await flushPromises()
   await vi.advanceTimersByTimeAsync(400)
@@ -223,6 +226,47 @@ describe('BookingForm', () => {
     expect((wrapper.get('#booking-start').element as HTMLInputElement).value).toBe('2026-12-01T14:00')
     expect((wrapper.get('#booking-end').element as HTMLInputElement).value).toBe('2026-12-01T18:00')
     expect(wrapper.find('[data-testid=next-free-option]').exists()).toBe(false)
+  })
+
+  it('on a conflict, joins the waitlist for this pool or for any pool of its GPU model', async () => {
+    const full = () =>
+      new ApiError(409, { message: 'Pool full', code: 'pool_full', extra: { next_free: [{ start: '2026-12-01T06:00:00Z', end: '2026-12-01T20:00:00Z' }] } })
+    api.createBooking.mockRejectedValueOnce(full())
+    api.joinWaitlist.mockResolvedValueOnce({ id: 5, position: 2 })
+    const wrapper = await mountForm({ RouterLink: true })
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    const choice = wrapper.get('[data-testid=waitlist-for]')
+    expect(choice.text()).toContain('this pool (MI350X ×1 · atl1)')
+    expect(choice.text()).toContain('any MI350X pool my lab may book')
+    expect((wrapper.get('[data-testid=waitlist-for-pool]').element as HTMLInputElement).checked).toBe(true)
+
+    await wrapper.get('[data-testid=waitlist-for-model]').setValue(true)
+    await wrapper.get('[data-testid=waitlist-join-submit]').trigger('click')
+    await flushPromises()
+    expect(api.joinWaitlist).toHaveBeenCalledWith(
+      expect.objectContaining({
+        pool: null,
+        gpu_model: 'MI350X',
+        earliest_start: '2026-12-01T01:00:00.000Z',
+        latest_end: '2026-12-01T05:00:00.000Z',
+        duration_minutes: 240,
+      }),
+    )
+    expect(wrapper.get('[data-testid=waitlist-joined]').text()).toContain('#2 in line')
+  })
+
+  it('joins the waitlist of the pool itself unless a GPU model is chosen', async () => {
+    api.createBooking.mockRejectedValueOnce(
+      new ApiError(409, { message: 'Pool full', code: 'pool_full', extra: { next_free: [{ start: '2026-12-01T06:00:00Z', end: '2026-12-01T20:00:00Z' }] } }),
+    )
+    api.joinWaitlist.mockResolvedValueOnce({ id: 6, position: 1 })
+    const wrapper = await mountForm({ RouterLink: true })
+    await wrapper.get('form').trigger('submit')
+    await flushPromises()
+    await wrapper.get('[data-testid=waitlist-join-submit]').trigger('click')
+    await flushPromises()
+    expect(api.joinWaitlist).toHaveBeenCalledWith(expect.objectContaining({ pool: 2, gpu_model: '' }))
   })
 
   it('on a conflict, shows the windows my own lab limits would refuse as not offered, with why', async () => {
