@@ -12,8 +12,7 @@ from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.selectors import is_lab_admin
-from labgpu.audit.models import AuditEvent
-from labgpu.audit.services import audit_entry, audit_record
+from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking, BookingSeries, IdempotencyKey
 from labgpu.bookings.selectors import booking_changeable_by
@@ -203,7 +202,6 @@ def book(
     series: BookingSeries | None = None,
     hold: bool = False,
     snap: BookingSnapshot | None = None,
-    audit_into: list[AuditEvent] | None = None,
 ) -> Booking:
     """Check every rule for `ask` in the locked `pool` and write the booking (with its audit
     entry, alerts and start), in the caller's transaction. The one way a new booking is made:
@@ -216,8 +214,7 @@ def book(
     The row is written before this returns, so the next ask checked in the same transaction
     (a series' next occurrence) sees it in every read of the snapshot and the quota. `snap`: the
     snapshot already cut for `ask` (a series' SeriesWindow), else it is loaded here. A refusal
-    is raised by the rules, before anything is written. `audit_into`: the audit entry is added
-    to that list for the caller to write with the others (audit_record_all), not written here.
+    is raised by the rules, before anything is written.
     """
     start, end, lab, user, moment = ask.start, ask.end, ask.lab, ask.user, ask.moment
     if snap is None:
@@ -263,12 +260,7 @@ def book(
     }
     if series is not None:
         data["series"] = series.pk
-    if audit_into is None:
-        audit_record(actor=user, action="booking.create", target=booking, lab=lab, data=data)
-    else:
-        audit_into.append(
-            audit_entry(actor=user, action="booking.create", target=booking, lab=lab, data=data)
-        )
+    audit_record(actor=user, action="booking.create", target=booking, lab=lab, data=data)
     _start_if_due(booking)
     return booking
 
