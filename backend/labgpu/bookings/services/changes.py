@@ -25,7 +25,7 @@ from labgpu.bookings.services.rules import (
     needs_approval,
 )
 from labgpu.bookings.services.slots import place, pool_full
-from labgpu.bookings.services.snapshot import Ask, BookingSnapshot, pool_lock, snapshot_load
+from labgpu.bookings.services.snapshot import Ask, pool_lock, snapshot_load
 from labgpu.budgets.services import budget_alerts_record, cost_centre_of_lab
 from labgpu.catalog.models import NodePool
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
@@ -201,7 +201,6 @@ def book(
     jupyter: bool = False,
     series: BookingSeries | None = None,
     hold: bool = False,
-    snap: BookingSnapshot | None = None,
 ) -> Booking:
     """Check every rule for `ask` in the locked `pool` and write the booking (with its audit
     entry, alerts and start), in the caller's transaction. The one way a new booking is made:
@@ -212,13 +211,10 @@ def book(
     any live booking, but nothing starts until its owner takes it (`booking_offer_take`).
 
     The row is written before this returns, so the next ask checked in the same transaction
-    (a series' next occurrence) sees it in every read of the snapshot and the quota. `snap`: the
-    snapshot already cut for `ask` (a series' SeriesWindow), else it is loaded here. A refusal
-    is raised by the rules, before anything is written.
+    (a series' next occurrence) sees it in every read of the snapshot and the quota.
     """
     start, end, lab, user, moment = ask.start, ask.end, ask.lab, ask.user, ask.moment
-    if snap is None:
-        snap = snapshot_load(ask, pool)
+    snap = snapshot_load(ask, pool)
     check_all(ask, snap)
     instance_type = pool.instance_type
     booking = _BOOKING_INSERT.create(

@@ -44,7 +44,7 @@ from labgpu.bookings.services.changes import (
     capacity_freed,
 )
 from labgpu.bookings.services.decisions import _check_lab_admin, _check_not_own
-from labgpu.bookings.services.snapshot import Ask, SeriesWindow, pool_lock
+from labgpu.bookings.services.snapshot import _QUOTA_LOCK, Ask, months_touched, pool_lock
 from labgpu.budgets.services import cost_centre_of_lab
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.timeutils import now
@@ -215,21 +215,12 @@ def _series_create(
     else:
         cost_centre = cost_centre_of_lab(lab_id=lab.pk, cost_centre_id=cost_centre)
     pool = pool_lock(pool_id, lab_id=lab.pk)  # once: the series queues behind, and ahead of, all
-    asks = [
-        Ask(
-            user=user,
-            lab=lab,
-            membership=membership,
-            start=start,
-            end=end,
-            on_demand=False,
-            moment=moment,
-            # The one asked for, else the member's default: its budget, and the lab's, see each.
-            cost_centre_id=cost_centre,
-        )
-        for start, end in planned
-    ]
-    window = SeriesWindow(asks, pool)  # the member's row and every quota month, locked
+    # Every quota month the series touches, in month order, before any budget row: one booking
+    # locks quota(its months) then budgets, so locking December, a budget, then January would
+    # deadlock against a January booking.
+    _QUOTA_LOCK.fetch(
+        [lab.pk, pool.instance_type_id, months_touched(planned[0][0], planned[-1][1])]
+    )
     series = BookingSeries.objects.create(
         lab=lab,
         user=user,
@@ -250,16 +241,25 @@ def _series_create(
         request_fingerprint=fingerprint,
     )
     outcomes: list[Occurrence] = []
-    for ask in asks:
-        snap = window.snapshot(ask)
+    for start, end in planned:
+        ask = Ask(
+            user=user,
+            lab=lab,
+            membership=membership,
+            start=start,
+            end=end,
+            on_demand=False,
+            moment=moment,
+            # The one asked for, else the member's default: its budget, and the lab's, see each.
+            cost_centre_id=cost_centre,
+        )
         try:
-            # No savepoint: a refusal is raised by the rules, before anything is written.
-            booking = book(ask, pool, purpose=purpose, jupyter=jupyter, series=series, snap=snap)
+            with transaction.atomic():  # a savepoint: a refused occurrence leaves nothing
+                booking = book(ask, pool, purpose=purpose, jupyter=jupyter, series=series)
         except ApplicationError as error:
-            outcomes.append(_refusal(ask.start, ask.end, error))
+            outcomes.append(_refusal(start, end, error))
         else:
-            window.add(booking, snap)
-            outcomes.append(Occurrence(ask.start, ask.end, booking=booking))
+            outcomes.append(Occurrence(start, end, booking=booking))
     booked = [o.booking for o in outcomes if o.booking is not None]
     refused = [o for o in outcomes if o.booking is None]
     if not booked or (all_or_nothing and refused):
