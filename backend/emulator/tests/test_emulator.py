@@ -580,11 +580,13 @@ FAKE_AGENT = textwrap.dedent(
     import json, os, sys, time
     droplet_id = os.environ["LABGPU_EMULATOR_DROPLET_ID"]
     out = os.path.join(os.environ["FAKE_AGENT_OUT"], droplet_id + ".json")
-    with open(out, "w") as fh:
+    # written whole, then renamed: a test polling for the file never reads it half-written
+    with open(out + ".tmp", "w") as fh:
         json.dump({"argv": sys.argv[1:], "pid": os.getpid(),
                    "state_dir": os.environ.get("LABGPU_AGENT_STATE_DIR"),
                    "idle_after": os.environ.get("LABGPU_FIXTURE_IDLE_AFTER"),
                    "data_gb": os.environ.get("LABGPU_FIXTURE_DATA_GB")}, fh)
+    os.replace(out + ".tmp", out)
     time.sleep(120)
     """
 )
