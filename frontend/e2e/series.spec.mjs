@@ -40,7 +40,8 @@ describe('recurring series (issue 25)', () => {
     const typed = wallTime(window.start, timezone).slice(11)
     assert.deepEqual(series.occurrences.map((o) => wallTime(o.start, timezone).slice(11)), [typed, typed, typed])
     const panel = page.locator('[data-testid=booking-series]')
-    await panel.waitFor()
+    // The panel shows before its series has loaded: wait for the rule line, which comes with it.
+    await panel.locator('[data-testid=series-rule]').waitFor()
     assert.equal(await panel.locator('[data-testid=series-occurrence]').count(), 3)
     const booked = series.occurrences.filter((o) => o.booking != null)
     assert.ok(booked.length >= 2, JSON.stringify(series.occurrences))
