@@ -17,7 +17,7 @@ Amounts are Decimal in the budget's currency (the provider's, USD) and never flo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import QuerySet
@@ -28,6 +28,7 @@ from labgpu.bookings.models import Booking
 from labgpu.budgets.models import Budget, BudgetAlert, CostCentre
 from labgpu.catalog.models import InstanceType
 from labgpu.core.rows import prepared_cursor
+from labgpu.core.timeutils import overlap
 from labgpu.pricing.selectors import price_of
 
 CENTS = Decimal("0.01")
@@ -113,8 +114,51 @@ def budget_spend(
 
     Read from the database in the caller's transaction: bookings it wrote already (a series'
     earlier occurrences) count."""
-    prices = {} if prices is None else prices
-    consumed = forecast = committed = Decimal(0)
+    return spend_tally(budget, begin, end, exclude_booking_id=exclude_booking_id).spend(prices)
+
+
+@dataclass
+class SpendTally:
+    """A budget period's spend as SPEND_SQL sums it, kept by (status, instance type): a booking
+    written since it was read (a series' earlier occurrence, in the same transaction) is `add`ed
+    to its group, so `spend()` is what the statement would answer now."""
+
+    begin: datetime
+    end: datetime
+    # (status, instance type id) -> [seconds inside the period, metered cost]
+    rows: dict[tuple[str, int], list[Decimal]] = field(default_factory=dict)
+
+    def add(self, *, status: str, instance_type_id: int, start: datetime, end: datetime) -> None:
+        """A booking not yet started (nothing metered): its [start, end) inside the period."""
+        inside = overlap(start, end, self.begin, self.end)
+        if inside > timedelta(0):
+            row = self.rows.setdefault((status, instance_type_id), [Decimal(0), Decimal(0)])
+            row[0] += Decimal(inside // timedelta(microseconds=1)) / 1_000_000
+
+    def spend(self, prices: dict[int, Decimal] | None = None) -> Spend:
+        prices = {} if prices is None else prices
+        consumed = forecast = committed = Decimal(0)
+        for (status, instance_type_id), (seconds, metered) in self.rows.items():
+            cost = Decimal(metered or 0)
+            if seconds:
+                cost += (
+                    Decimal(seconds)
+                    / SECONDS_PER_HOUR
+                    * hourly_price(instance_type_id, prices=prices)
+                )
+            if status in Booking.CONSUMING_STATUSES:
+                consumed += cost
+            elif status in Booking.NODELESS_STATUSES:
+                committed += cost
+            else:
+                forecast += cost
+        return Spend(consumed=consumed, forecast=forecast, committed=committed)
+
+
+def spend_tally(
+    budget: Budget, begin: datetime, end: datetime, *, exclude_booking_id: int | None = None
+) -> SpendTally:
+    """`budget_spend`'s read, before it is priced and summed up (SpendTally)."""
     with prepared_cursor() as cursor:
         cursor.execute(
             SPEND_SQL,
@@ -127,19 +171,14 @@ def budget_spend(
             },
         )
         rows = cursor.fetchall()
-    for status, instance_type_id, seconds, metered in rows:
-        cost = Decimal(metered or 0)
-        if seconds:
-            cost += (
-                Decimal(seconds) / SECONDS_PER_HOUR * hourly_price(instance_type_id, prices=prices)
-            )
-        if status in Booking.CONSUMING_STATUSES:
-            consumed += cost
-        elif status in Booking.NODELESS_STATUSES:
-            committed += cost
-        else:
-            forecast += cost
-    return Spend(consumed=consumed, forecast=forecast, committed=committed)
+    return SpendTally(
+        begin=begin,
+        end=end,
+        rows={
+            (status, instance_type_id): [Decimal(seconds or 0), Decimal(metered or 0)]
+            for status, instance_type_id, seconds, metered in rows
+        },
+    )
 
 
 @dataclass

@@ -1,5 +1,5 @@
-from dataclasses import dataclass
-from datetime import date, datetime
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from labgpu.bookings.models import Booking, Overlaps, bigint
@@ -75,12 +75,68 @@ def quota_usage(
     Python. The rows are found through the GiST index `booking_lab_period` (the month bounds both
     sides), so the cost does not grow with the lab's history (docs/benchmarks.md).
     """
+    return quota_usage_tally(
+        lab_id=lab_id,
+        instance_type_id=instance_type_id,
+        month=month,
+        exclude_booking_id=exclude_booking_id,
+        quota=quota,
+    ).usage()
+
+
+@dataclass
+class UsageTally:
+    """A month's usage as USAGE_BY_STATUS_SQL sums it, kept by (status, GPU count): a booking
+    written since it was read (a series' earlier occurrence, in the same transaction) is `add`ed
+    to its group, so `usage()` is what the statement would answer now, to the same rounding."""
+
+    quota_gpu_hours: Decimal
+    month_begin: datetime
+    month_end: datetime
+    booked: dict[tuple[str, int], timedelta] = field(default_factory=dict)
+    metered_used: Decimal = Decimal(0)
+
+    def add(self, *, status: str, gpu_count: int, start: datetime, end: datetime) -> None:
+        inside = overlap(start, end, self.month_begin, self.month_end)
+        if inside > timedelta(0):
+            key = (status, gpu_count)
+            self.booked[key] = self.booked.get(key, timedelta(0)) + inside
+
+    def usage(self) -> QuotaUsage:
+        used = committed = Decimal(0)
+        for (status, gpu_count), total in self.booked.items():
+            gpu_hours = Decimal(total.total_seconds()) / 3600 * gpu_count
+            if status in Booking.CONSUMING_STATUSES:
+                used += gpu_hours
+            else:
+                committed += gpu_hours
+        used += self.metered_used
+        return QuotaUsage(
+            quota_gpu_hours=self.quota_gpu_hours,
+            used=used.quantize(TWO_PLACES),
+            committed=committed.quantize(TWO_PLACES),
+        )
+
+
+def quota_usage_tally(
+    *,
+    lab_id: int,
+    instance_type_id: int,
+    month: date,
+    exclude_booking_id: int | None = None,
+    quota: Quota | None = None,
+) -> UsageTally:
+    """`quota_usage`'s reads, before they are summed up (UsageTally)."""
     month_begin, month_end = month_bounds(month)
     if quota is None:
         quota = Quota.objects.filter(
             lab_id=lab_id, instance_type_id=instance_type_id, month=month
         ).first()
-    used = committed = Decimal(0)
+    tally = UsageTally(
+        quota_gpu_hours=quota.gpu_hours if quota else Decimal(0),
+        month_begin=month_begin,
+        month_end=month_end,
+    )
     any_metered = False
     with prepared_cursor() as cursor:
         cursor.execute(
@@ -95,13 +151,8 @@ def quota_usage(
         )
         for status, gpu_count, total, metered in cursor.fetchall():
             any_metered |= metered > 0
-            if total is None:
-                continue
-            gpu_hours = Decimal(total.total_seconds()) / 3600 * gpu_count
-            if status in Booking.CONSUMING_STATUSES:
-                used += gpu_hours
-            else:
-                committed += gpu_hours
+            if total is not None:
+                tally.booked[(status, gpu_count)] = total
     if any_metered:
         metered_rows = (
             Booking.objects.filter(
@@ -115,9 +166,5 @@ def quota_usage(
             .only("start", "end", "status", "gpu_count", "consumed_gpu_hours")
         )
         for booking in metered_rows:
-            used += booking_gpu_hours_in(booking, month_begin, month_end)
-    return QuotaUsage(
-        quota_gpu_hours=quota.gpu_hours if quota else Decimal(0),
-        used=used.quantize(TWO_PLACES),
-        committed=committed.quantize(TWO_PLACES),
-    )
+            tally.metered_used += booking_gpu_hours_in(booking, month_begin, month_end)
+    return tally

@@ -12,7 +12,8 @@ from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.selectors import is_lab_admin
-from labgpu.audit.services import audit_record
+from labgpu.audit.models import AuditEvent
+from labgpu.audit.services import audit_entry, audit_record
 from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking, BookingSeries, IdempotencyKey
 from labgpu.bookings.selectors import booking_changeable_by
@@ -25,7 +26,7 @@ from labgpu.bookings.services.rules import (
     needs_approval,
 )
 from labgpu.bookings.services.slots import place, pool_full
-from labgpu.bookings.services.snapshot import Ask, pool_lock, snapshot_load
+from labgpu.bookings.services.snapshot import Ask, BookingSnapshot, pool_lock, snapshot_load
 from labgpu.budgets.services import budget_alerts_record, cost_centre_of_lab
 from labgpu.catalog.models import NodePool
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
@@ -201,6 +202,8 @@ def book(
     jupyter: bool = False,
     series: BookingSeries | None = None,
     hold: bool = False,
+    snap: BookingSnapshot | None = None,
+    audit_into: list[AuditEvent] | None = None,
 ) -> Booking:
     """Check every rule for `ask` in the locked `pool` and write the booking (with its audit
     entry, alerts and start), in the caller's transaction. The one way a new booking is made:
@@ -211,10 +214,14 @@ def book(
     any live booking, but nothing starts until its owner takes it (`booking_offer_take`).
 
     The row is written before this returns, so the next ask checked in the same transaction
-    (a series' next occurrence) sees it in every read of the snapshot and the quota.
+    (a series' next occurrence) sees it in every read of the snapshot and the quota. `snap`: the
+    snapshot already cut for `ask` (a series' SeriesWindow), else it is loaded here. A refusal
+    is raised by the rules, before anything is written. `audit_into`: the audit entry is added
+    to that list for the caller to write with the others (audit_record_all), not written here.
     """
     start, end, lab, user, moment = ask.start, ask.end, ask.lab, ask.user, ask.moment
-    snap = snapshot_load(ask, pool)
+    if snap is None:
+        snap = snapshot_load(ask, pool)
     check_all(ask, snap)
     instance_type = pool.instance_type
     booking = _BOOKING_INSERT.create(
@@ -256,7 +263,12 @@ def book(
     }
     if series is not None:
         data["series"] = series.pk
-    audit_record(actor=user, action="booking.create", target=booking, lab=lab, data=data)
+    if audit_into is None:
+        audit_record(actor=user, action="booking.create", target=booking, lab=lab, data=data)
+    else:
+        audit_into.append(
+            audit_entry(actor=user, action="booking.create", target=booking, lab=lab, data=data)
+        )
     _start_if_due(booking)
     return booking
 

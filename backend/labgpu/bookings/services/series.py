@@ -3,17 +3,21 @@
 How a series is checked as one request (the seam other rules rely on):
 
 - The series takes the pool lock once and books its occurrences in start order inside ONE
-  transaction, each through `changes.book` — the same `snapshot_load` + `rules.check_all` + insert
-  a single booking goes through. There is no second rule path.
-- An accepted occurrence's booking row is INSERTED before the next occurrence is checked. Every
-  rule reads the database inside that transaction (the pool's live reservations, the member's
-  bookings, the lab's quota usage), so occurrences accepted earlier in the same request count
-  against capacity, member limits and the quota of later ones, exactly as committed bookings do.
-  A rule added later (a lab budget that sums committed cost, say) needs nothing series-specific:
-  if it reads bookings (the DB, or the snapshot loaded from it) it sees the earlier occurrences.
-- Each occurrence runs in a savepoint, so a refused one leaves nothing behind and the others go
-  on ("book what fits"). With `all_or_nothing` every occurrence is still checked, so the answer
-  lists each refusal, and then the whole transaction is rolled back.
+  transaction, each through `changes.book` — the same `rules.check_all` over a `BookingSnapshot`,
+  and the same insert, that a single booking goes through. There is no second rule path.
+- The rules' reads are made once for the whole series (snapshot.SeriesWindow: the pool's
+  reservations and blackouts over the series' span, the member's bookings, each quota month's
+  usage and each budget period's spend, under the locks a single booking takes, in its order),
+  and each occurrence gets a `BookingSnapshot` cut from them. An accepted occurrence's row is
+  INSERTED and `add`ed to those reads before the next occurrence is checked, so occurrences
+  accepted earlier count against capacity, member limits, the quota and the budget of later ones
+  exactly as committed bookings do (a test compares each snapshot with a fresh `snapshot_load`).
+  A rule added later that needs new data loads it in `snapshot_load` and, for a series, in
+  SeriesWindow (or reads the database: the earlier occurrences' rows are there).
+- A refused occurrence is refused by the rules before anything is written, so it leaves nothing
+  behind and the others go on ("book what fits") without a savepoint each. With
+  `all_or_nothing` every occurrence is still checked, so the answer lists each refusal, and then
+  the whole transaction is rolled back. The occurrences' audit entries are written in one INSERT.
 
 Edits: one occurrence is an ordinary booking (move, extend, cancel); `series_cancel` and
 `series_move` act on an occurrence and the ones after it. A series in a pool that requires approval
@@ -30,7 +34,8 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, User
-from labgpu.audit.services import audit_record
+from labgpu.audit.models import AuditEvent
+from labgpu.audit.services import audit_record, audit_record_all
 from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking, BookingSeries
 from labgpu.bookings.recurrence import WEEKDAYS, Recurrence, local_instant, occurrences, zone_of
@@ -44,7 +49,7 @@ from labgpu.bookings.services.changes import (
     capacity_freed,
 )
 from labgpu.bookings.services.decisions import _check_lab_admin, _check_not_own
-from labgpu.bookings.services.snapshot import _QUOTA_LOCK, Ask, months_touched, pool_lock
+from labgpu.bookings.services.snapshot import Ask, SeriesWindow, pool_lock
 from labgpu.budgets.services import cost_centre_of_lab
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.timeutils import now
@@ -215,12 +220,21 @@ def _series_create(
     else:
         cost_centre = cost_centre_of_lab(lab_id=lab.pk, cost_centre_id=cost_centre)
     pool = pool_lock(pool_id, lab_id=lab.pk)  # once: the series queues behind, and ahead of, all
-    # Every quota month the series touches, in month order, before any budget row: one booking
-    # locks quota(its months) then budgets, so locking December, a budget, then January would
-    # deadlock against a January booking.
-    _QUOTA_LOCK.fetch(
-        [lab.pk, pool.instance_type_id, months_touched(planned[0][0], planned[-1][1])]
-    )
+    asks = [
+        Ask(
+            user=user,
+            lab=lab,
+            membership=membership,
+            start=start,
+            end=end,
+            on_demand=False,
+            moment=moment,
+            # The one asked for, else the member's default: its budget, and the lab's, see each.
+            cost_centre_id=cost_centre,
+        )
+        for start, end in planned
+    ]
+    window = SeriesWindow(asks, pool)  # the member's row and every quota month, locked
     series = BookingSeries.objects.create(
         lab=lab,
         user=user,
@@ -241,25 +255,25 @@ def _series_create(
         request_fingerprint=fingerprint,
     )
     outcomes: list[Occurrence] = []
-    for start, end in planned:
-        ask = Ask(
-            user=user,
-            lab=lab,
-            membership=membership,
-            start=start,
-            end=end,
-            on_demand=False,
-            moment=moment,
-            # The one asked for, else the member's default: its budget, and the lab's, see each.
-            cost_centre_id=cost_centre,
-        )
+    entries: list[AuditEvent] = []  # each occurrence's booking.create, written in one INSERT
+    for ask in asks:
+        snap = window.snapshot(ask)
         try:
-            with transaction.atomic():  # a savepoint: a refused occurrence leaves nothing
-                booking = book(ask, pool, purpose=purpose, jupyter=jupyter, series=series)
+            # No savepoint: a refusal is raised by the rules, before anything is written.
+            booking = book(
+                ask,
+                pool,
+                purpose=purpose,
+                jupyter=jupyter,
+                series=series,
+                snap=snap,
+                audit_into=entries,
+            )
         except ApplicationError as error:
-            outcomes.append(_refusal(start, end, error))
+            outcomes.append(_refusal(ask.start, ask.end, error))
         else:
-            outcomes.append(Occurrence(start, end, booking=booking))
+            window.add(booking, snap)
+            outcomes.append(Occurrence(ask.start, ask.end, booking=booking))
     booked = [o.booking for o in outcomes if o.booking is not None]
     refused = [o for o in outcomes if o.booking is None]
     if not booked or (all_or_nothing and refused):
@@ -271,6 +285,7 @@ def _series_create(
         )
         # Raised inside the atomic block: everything written above is rolled back.
         raise SeriesRefused(message, outcomes=[_unbooked(o) for o in outcomes])
+    audit_record_all(entries)
     series.refused = [
         {
             "start": o.start.isoformat(),

@@ -23,19 +23,23 @@ from django.utils.translation import gettext as _
 
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.bookings.models import Booking
+from labgpu.bookings.services.slots import free_slot
+from labgpu.budgets.models import Budget
 from labgpu.budgets.selectors import (
     SECONDS_PER_HOUR,
     BudgetPeriod,
+    SpendTally,
     budget_spend,
     budgets_lock,
     hourly_price,
+    spend_tally,
 )
 from labgpu.catalog.models import InstanceType, NodePool
 from labgpu.core.errors import ApplicationError
 from labgpu.core.rows import JoinedRows, prepared_cursor
 from labgpu.core.timeutils import month_bounds, month_start, next_month, overlap
 from labgpu.quotas.models import Quota
-from labgpu.quotas.selectors import QuotaUsage, quota_usage
+from labgpu.quotas.selectors import QuotaUsage, UsageTally, quota_usage, quota_usage_tally
 
 Period = tuple[datetime, datetime]
 NO_SLOT = -1  # marks a blackout row in the UNION below
@@ -125,11 +129,15 @@ class BookingSnapshot:
     # Only for a member with personal limits: their own bookings, (start, end, status).
     member_bookings: list[tuple[datetime, datetime, str]] = field(default_factory=list)
     ask: Ask | None = None
+    # A series' occurrence: the reads shared by all its occurrences (SeriesWindow).
+    window: SeriesWindow | None = None
 
     @cached_property
     def quota(self) -> list[MonthQuota]:
         """Lock the lab's quota rows of every month the booking touches, then read their usage."""
         assert self.ask is not None
+        if self.window is not None:
+            return self.window.quota_months(self.ask)
         return quota_months_load(self.ask, self.pool)
 
     @property
@@ -147,6 +155,8 @@ class BookingSnapshot:
         """Lock the lab's and the cost centre's budgets (after the quota rows: one lock order),
         then read each touched period's spend. Only for a lab with a budget (`Lab.has_budget`)."""
         assert self.ask is not None
+        if self.window is not None:
+            return self.window.budget_periods(self.ask)
         return budget_periods_load(self.ask, self.pool)
 
 
@@ -214,53 +224,192 @@ def snapshot_load(ask: Ask, pool: NodePool) -> BookingSnapshot:
     """Everything but the quota (loaded when a rule first asks), for `ask` in the locked `pool`."""
     reserved = reserved_period(pool, ask)
     snap = BookingSnapshot(pool=pool, reserved=reserved, blackouts=[], taken=[], ask=ask)
+    # An extension meets only the blackouts over the time it adds: one over the part already
+    # accepted was left to the site admin (bookings/blackouts.py).
+    snap.blackouts, snap.taken = _blackouts_and_taken(
+        pool, (ask.added_from, ask.end), reserved, exclude_id=ask.exclude_id
+    )
+    if _has_limits(ask.membership):
+        snap.member_bookings = member_bookings_load(ask)
+    return snap
+
+
+def _has_limits(membership: Membership | None) -> bool:
+    return membership is not None and (
+        membership.max_hours_per_week is not None or membership.max_concurrent_bookings is not None
+    )
+
+
+def _blackouts_and_taken(
+    pool: NodePool, period: Period, reserved: Period, *, exclude_id: int | None = None
+) -> tuple[list[Blackout], list[tuple[int, datetime, datetime]]]:
+    """The blackouts overlapping `period` (by start) and the live reservations overlapping
+    `reserved`, in one statement."""
     with prepared_cursor() as cursor:
         cursor.execute(
             BLACKOUTS_AND_TAKEN_SQL,
             {
                 "pool": pool.pk,
-                # An extension meets only the blackouts over the time it adds: one over the part
-                # already accepted was left to the site admin (bookings/blackouts.py).
-                "start": ask.added_from,
-                "end": ask.end,
+                "start": period[0],
+                "end": period[1],
                 "reserved_start": reserved[0],
                 "reserved_end": reserved[1],
-                "exclude": ask.exclude_id or 0,  # ids start at 1
+                "exclude": exclude_id or 0,  # ids start at 1
                 "blackout": NO_SLOT,
             },
         )
         rows = cursor.fetchall()
+    blackouts, taken = [], []
     for start, end, slot, reason in rows:
         if slot == NO_SLOT:
-            snap.blackouts.append(Blackout(start, end, reason))
+            blackouts.append(Blackout(start, end, reason))
         else:
-            snap.taken.append((slot, start, end))
-    snap.blackouts.sort(key=lambda blackout: blackout.start)
-    membership = ask.membership
-    if membership and (
-        membership.max_hours_per_week is not None or membership.max_concurrent_bookings is not None
-    ):
-        snap.member_bookings = member_bookings_load(ask)
-    return snap
+            taken.append((slot, start, end))
+    blackouts.sort(key=lambda blackout: blackout.start)
+    return blackouts, taken
 
 
-def member_bookings_load(ask: Ask) -> list[tuple[datetime, datetime, str]]:
+# A week either side covers every week a member's limit looks at (weeks start on their Monday).
+MEMBER_MARGIN = timedelta(days=8)
+
+
+def member_bookings_load(
+    ask: Ask, *, until: datetime | None = None
+) -> list[tuple[datetime, datetime, str]]:
     """The member's live and completed bookings of this lab, their membership row locked first so
-    parallel requests of one member queue (the limits hold under races)."""
+    parallel requests of one member queue (the limits hold under races). `until`: up to that end
+    rather than the ask's (a series reads its whole span once)."""
     assert ask.membership is not None
     Membership.objects.select_for_update().filter(pk=ask.membership.pk).first()
-    # A week either side covers every week a limit looks at (weeks start on the member's Monday).
     return list(
         Booking.objects.filter(
             user_id=ask.user.pk,
             lab_id=ask.lab.pk,
             status__in=[*Booking.LIVE_STATUSES, Booking.Status.COMPLETED],
-            start__lt=ask.end + timedelta(days=8),
-            end__gt=ask.start - timedelta(days=8),
+            start__lt=(until or ask.end) + MEMBER_MARGIN,
+            end__gt=ask.start - MEMBER_MARGIN,
         )
         .exclude(pk=ask.exclude_id)
         .values_list("start", "end", "status")
     )
+
+
+class SeriesWindow:
+    """What a series' occurrences read, read once for all of them (services/series.py).
+
+    Each occurrence still gets a `BookingSnapshot` and goes through every rule; the snapshot is
+    cut from reads over the series' whole span, made under the same locks in the same order as a
+    single booking takes them (pool, the member's row, the quota months, the budgets), and every
+    occurrence booked is `add`ed to them, so a later occurrence sees it exactly as a fresh read
+    would (the rows are in the database too: the series holds the pool lock, so no one else
+    writes this pool's reservations meanwhile). Quota months and budget periods are read when a
+    rule first asks for them, already with every occurrence written before.
+    """
+
+    def __init__(self, asks: list[Ask], pool: NodePool) -> None:
+        self.pool = pool
+        first, last = asks[0], asks[-1]
+        self.lab, self.cost_centre_id = first.lab, first.cost_centre_id
+        self.reserved = (reserved_period(pool, first)[0], reserved_period(pool, last)[1])
+        self.blackouts, self.taken = _blackouts_and_taken(
+            pool, (first.start, last.end), self.reserved
+        )
+        self.member_bookings: list[tuple[datetime, datetime, str]] | None = None
+        if _has_limits(first.membership):
+            self.member_bookings = member_bookings_load(first, until=last.end)
+        # Every quota month the series touches, in month order, before any budget row: one
+        # booking locks quota(its months) then budgets, so locking December, a budget, then
+        # January would deadlock against a January booking.
+        self.months = months_touched(first.start, last.end)
+        self.quotas = {
+            quota.month: quota
+            for (quota,) in _QUOTA_LOCK.fetch([self.lab.pk, pool.instance_type_id, self.months])
+        }
+        self.usage: dict[date, UsageTally] = {}
+        self.budgets: list[Budget] | None = None
+        self.spend: dict[tuple[int, datetime], SpendTally] = {}
+        self.prices: dict[int, Decimal] = {}
+
+    def snapshot(self, ask: Ask) -> BookingSnapshot:
+        reserved = reserved_period(self.pool, ask)
+        snap = BookingSnapshot(
+            pool=self.pool,
+            reserved=reserved,
+            blackouts=[b for b in self.blackouts if b.start < ask.end and b.end > ask.start],
+            taken=[t for t in self.taken if t[1] < reserved[1] and t[2] > reserved[0]],
+            ask=ask,
+            window=self,
+        )
+        if self.member_bookings is not None:
+            since, until = ask.start - MEMBER_MARGIN, ask.end + MEMBER_MARGIN
+            snap.member_bookings = [
+                b for b in self.member_bookings if b[0] < until and b[1] > since
+            ]
+        return snap
+
+    def quota_months(self, ask: Ask) -> list[MonthQuota]:
+        loaded = []
+        for month in months_touched(ask.start, ask.end):
+            quota = self.quotas.get(month)
+            usage = None
+            if quota is not None:
+                if month not in self.usage:
+                    self.usage[month] = quota_usage_tally(
+                        lab_id=self.lab.pk,
+                        instance_type_id=self.pool.instance_type_id,
+                        month=month,
+                        quota=quota,
+                    )
+                usage = self.usage[month].usage()
+            loaded.append(MonthQuota(month, quota, usage))
+        return loaded
+
+    def budget_periods(self, ask: Ask) -> list[BudgetPeriod]:
+        if self.budgets is None:  # locked once, after the quota rows (one lock order)
+            self.budgets = budgets_lock(lab_id=self.lab.pk, cost_centre_id=self.cost_centre_id)
+        price = hourly_price(self.pool.instance_type, prices=self.prices)
+        loaded = []
+        for budget in self.budgets:
+            for begin, end in budget.periods(ask.start, ask.end):
+                key = (budget.pk, begin)
+                if key not in self.spend:
+                    self.spend[key] = spend_tally(budget, begin, end)
+                inside = Decimal(overlap(ask.start, ask.end, begin, end).total_seconds())
+                loaded.append(
+                    BudgetPeriod(
+                        budget=budget,
+                        begin=begin,
+                        end=end,
+                        spend=self.spend[key].spend(self.prices),
+                        needed=inside / SECONDS_PER_HOUR * price,
+                    )
+                )
+        return loaded
+
+    def add(self, booking: Booking, snap: BookingSnapshot) -> None:
+        """`booking` (of `snap`'s ask) was written: count it in every read a later occurrence
+        makes. A booking placed by repacking moved other rows' slots: the reservations are read
+        again."""
+        if free_slot(self.pool.capacity, snap.taken) is None:
+            self.taken = _blackouts_and_taken(self.pool, self.reserved, self.reserved)[1]
+        else:
+            self.taken.append((booking.slot, booking.reserved_start, booking.reserved_end))
+        if self.member_bookings is not None:
+            self.member_bookings.append((booking.start, booking.end, booking.status))
+        for tally in self.usage.values():
+            tally.add(
+                status=booking.status,
+                gpu_count=booking.gpu_count,
+                start=booking.start,
+                end=booking.end,
+            )
+        for tally in self.spend.values():
+            tally.add(
+                status=booking.status,
+                instance_type_id=self.pool.instance_type_id,
+                start=booking.start,
+                end=booking.end,
+            )
 
 
 def quota_months_load(ask: Ask, pool: NodePool) -> list[MonthQuota]:

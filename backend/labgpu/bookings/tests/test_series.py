@@ -367,3 +367,157 @@ def test_a_series_locks_all_its_quota_months_before_any_budget(alice, bob, far_p
     last = (first + timedelta(weeks=9)).astimezone(UTC).date()
     assert month_start(last) != month_start(first.date())
     assert repr(month_start(last)) in before[0], before
+
+
+@pytest.mark.django_db
+def test_occurrences_accepted_earlier_count_against_the_budget_of_later_ones(
+    alice, bob, far_pool, instance_type
+):
+    from labgpu.budgets import services as budgets
+    from labgpu.budgets.models import Budget
+    from labgpu.budgets.selectors import hourly_price
+
+    nm = next_month(month_start(now()))
+    first = datetime(nm.year, nm.month, 3, 10, tzinfo=SHANGHAI)
+    lab = alice.memberships.get().lab
+    quota_months(lab, instance_type, first.date(), 3)
+    # Room for two 2-hour occurrences in the month, not three.
+    price = hourly_price(instance_type) * instance_type.gpu_count
+    budgets.budget_create(actor=bob, lab=lab, amount=price * 5, enforcement=Budget.Enforcement.HARD)
+    result = series_create(
+        user=alice,
+        pool=far_pool.pk,
+        start=first,
+        end=first + timedelta(hours=2),
+        recurrence=recurrence_of(frequency="daily", timezone="Asia/Shanghai", count=3),
+    )
+    assert [o.code for o in result.occurrences] == ["", "", "budget_exceeded"]
+    assert Booking.objects.filter(series=result.series).count() == 2
+
+
+@pytest.mark.django_db
+def test_each_occurrence_sees_what_a_fresh_read_of_the_database_would(
+    alice, bob, mallory, instance_type
+):
+    """The series reads once for all its occurrences (snapshot.SeriesWindow); each occurrence's
+    snapshot must equal the one `snapshot_load` reads from the database at that moment, with
+    the earlier occurrences written: reservations, blackouts, the member's bookings, the quota's
+    usage and the budget's spend."""
+    from labgpu.bookings.services.changes import book
+    from labgpu.bookings.services.snapshot import (
+        Ask,
+        SeriesWindow,
+        pool_lock,
+        snapshot_load,
+    )
+    from labgpu.budgets import services as budgets
+    from labgpu.budgets.models import Budget
+
+    pool = NodePoolFactory(
+        instance_type=instance_type, capacity=2, max_days_ahead=400, teardown_grace_minutes=30
+    )
+    lab = alice.memberships.get().lab
+    membership = Membership.objects.get(user=alice)
+    membership.max_hours_per_week = 40
+    membership.max_concurrent_bookings = 3
+    membership.save(update_fields=["max_hours_per_week", "max_concurrent_bookings"])
+    first = next_local(2, 10, SHANGHAI)
+    quota_months(lab, instance_type, first.date(), 4)
+    budgets.budget_create(
+        actor=bob, lab=lab, amount=Decimal(100000), enforcement=Budget.Enforcement.HARD
+    )
+    # Someone else's booking, alice's own in another pool, and a blackout along the way.
+    week = timedelta(days=7)
+    BookingFactory(
+        pool=pool,
+        lab=mallory.memberships.get().lab,
+        user=mallory,
+        start=first + week,
+        end=first + week + timedelta(hours=3),
+    )
+    other_pool = NodePoolFactory(instance_type=instance_type, max_days_ahead=400)
+    BookingFactory(
+        pool=other_pool,
+        lab=lab,
+        user=alice,
+        start=first + 3 * week - timedelta(hours=1),
+        end=first + 3 * week + timedelta(hours=1),
+    )
+    BlackoutFactory(pool=pool, start=first + 5 * week, end=first + 5 * week + timedelta(hours=1))
+    # Week 2's occurrence fits only by repacking (no slot is free throughout: X holds slot 0
+    # before it, Y slot 1 after it), which moves Y, a long booking, to slot 0; week 3's
+    # occurrence then meets Y in its new slot.
+    two, hour, other = first + 2 * week, timedelta(hours=1), mallory.memberships.get().lab
+    BookingFactory(pool=pool, lab=other, user=mallory, start=two - hour, end=two + hour, slot=0)
+    y = BookingFactory(
+        pool=pool, lab=other, user=mallory, start=two + hour * 1.5, end=two + 8 * 24 * hour, slot=1
+    )
+    membership.refresh_from_db()
+    moment = now()
+    planned = [(first + i * week, first + i * week + timedelta(hours=2)) for i in range(10)]
+    asks = [
+        Ask(
+            user=alice,
+            lab=lab,
+            membership=membership,
+            start=s,
+            end=e,
+            on_demand=False,
+            moment=moment,
+        )
+        for s, e in planned
+    ]
+    locked = pool_lock(pool.pk, lab_id=lab.pk)
+    window = SeriesWindow(asks, locked)
+    booked = 0
+    for ask in asks:
+        snap, fresh = window.snapshot(ask), snapshot_load(ask, locked)
+        assert sorted(snap.taken) == sorted(fresh.taken)
+        assert snap.blackouts == fresh.blackouts
+        assert sorted(snap.member_bookings) == sorted(fresh.member_bookings)
+        assert [(m.month, m.usage) for m in snap.quota] == [(m.month, m.usage) for m in fresh.quota]
+        assert [(p.begin, p.spend, p.needed) for p in snap.budgets] == [
+            (p.begin, p.spend, p.needed) for p in fresh.budgets
+        ]
+        try:
+            booking = book(ask, locked, purpose="", snap=snap)
+        except ApplicationError:
+            continue
+        window.add(booking, snap)
+        booked += 1
+    assert booked == 9  # the blackout's week is refused
+    y.refresh_from_db()
+    assert y.slot == 0  # repacked
+    assert Booking.objects.filter(pool=pool, user=alice).count() == booked
+
+
+@pytest.mark.django_db
+def test_a_52_week_series_reads_once_not_per_occurrence(alice, bob, far_pool, instance_type):
+    """Pin the cost (docs/benchmarks.md, the 52-week series): with member limits and a budget,
+    every rule's reads are made once for the series; each occurrence costs its INSERTs only."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from labgpu.budgets import services as budgets
+
+    lab = alice.memberships.get().lab
+    Membership.objects.filter(user=alice).update(max_hours_per_week=100, max_concurrent_bookings=5)
+    first = next_local(2, 10, SHANGHAI)
+    quota_months(lab, instance_type, first.date(), 14)
+    budgets.budget_create(actor=bob, lab=lab, amount=Decimal(10000000))
+    with CaptureQueriesContext(connection) as queries:
+        result = series_create(
+            user=alice,
+            pool=far_pool.pk,
+            start=first,
+            end=first + timedelta(hours=2),
+            recurrence=weekly(52),
+        )
+    assert sum(1 for o in result.occurrences if o.booking) == 52
+    sql = [q["sql"].upper() for q in queries.captured_queries]
+    reads = [s for s in sql if "SELECT" in s and "INSERT" not in s]
+    # Per month touched (13 or 14): the quota's usage and the budget's spend; a few more once.
+    assert len(reads) <= 2 * 14 + 10, len(reads)
+    assert not [s for s in sql if s.startswith("SAVEPOINT")][1:], "a savepoint per occurrence"
+    audits = [s for s in sql if 'INSERT INTO "AUDIT_AUDITEVENT"' in s]
+    assert len(audits) == 2, "the occurrences' entries in one INSERT, then the series'"
