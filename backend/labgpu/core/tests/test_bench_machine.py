@@ -1,0 +1,152 @@
+"""bench/lib/machine.py: a bench warns when the machine was busy beyond its own processes.
+
+Read against this machine's real /proc and the kernel's own accounting of a child (wait4's
+rusage), never against a typed sample of /proc. Each test samples about a second.
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+REPO = Path(__file__).resolve().parents[4]
+MACHINE = REPO / "bench" / "lib" / "machine.py"
+# The sampler's scan period in these tests: a process's CPU after the last scan before it exits is
+# missed, so every bound below allows one scan period of one core.
+SCAN_S = 0.1
+
+pytestmark = pytest.mark.skipif(not MACHINE.exists(), reason="bench/ is not part of this checkout")
+
+
+def _machine():
+    spec = importlib.util.spec_from_file_location("bench_machine", MACHINE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+machine = _machine() if MACHINE.exists() else None
+
+
+def burn(cpu_s: float) -> str:
+    """Python that spins until it has used `cpu_s` of CPU (however long a busy machine makes it)."""
+    return f"import time\nwhile time.process_time() < {cpu_s}: pass"
+
+
+def start_stranger_burner(cpu_s: float) -> int:
+    """A CPU burner that is not the bench's: its parent exits at once, so it is nobody's child
+    here (reparented to init) and in a session of its own. (Not on our stdout pipe, or run()
+    would wait for it.)"""
+    launcher = (
+        "import subprocess, sys\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {burn(cpu_s)!r}], start_new_session=True,\n"
+        "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(p.pid)"
+    )
+    out = subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True)
+    return int(out.stdout)
+
+
+def rusage_cpu_s(proc: subprocess.Popen) -> float:
+    """The kernel's own count of a finished child's CPU, independent of /proc/<pid>/stat."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
+
+
+def others_pids(summary) -> set[int]:
+    return {pid for _, pid, _ in summary.top_others}
+
+
+def test_a_busy_process_that_is_not_the_benchs_own_makes_the_bench_warn():
+    stranger = start_stranger_burner(cpu_s=3)
+    try:
+        time.sleep(0.1)  # it runs
+        sampler = machine.Sampler(scan_s=SCAN_S).start()
+        time.sleep(1.0)
+        summary = sampler.stop()
+    finally:
+        os.kill(stranger, 9)
+
+    assert summary.busy and summary.other_cores > machine.BUSY_CORES
+    assert stranger in others_pids(summary)
+    warning = summary.lines()[-1]
+    assert warning.startswith("# WARNING: the machine was busy beyond this bench")
+    assert f"(pid {stranger})" in warning
+
+
+def test_the_same_burner_started_by_the_bench_counts_as_its_own():
+    sampler = machine.Sampler(scan_s=SCAN_S).start()
+    child = subprocess.Popen([sys.executable, "-c", burn(0.5)])
+    child_cpu_s = rusage_cpu_s(child)
+    summary = sampler.stop()
+
+    assert child.pid not in others_pids(summary)
+    own_cpu_s = summary.own_cores * summary.seconds
+    assert own_cpu_s >= child_cpu_s - SCAN_S - 2 * machine.TICK_S, (own_cpu_s, child_cpu_s)
+
+
+@pytest.mark.skipif(
+    str(connection.settings_dict.get("HOST") or "127.0.0.1").startswith("/"),
+    reason="over a Unix socket a backend's title names no client port",
+)
+def test_the_postgresql_backend_serving_the_benchs_connection_is_its_own():
+    import psycopg
+
+    from labgpu.core.testing import database_url
+
+    with psycopg.connect(database_url(database="postgres")) as conn:
+        backend = conn.info.backend_pid
+        sampler = machine.Sampler(scan_s=SCAN_S).start()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.0:
+            conn.execute("SELECT sum(i) FROM generate_series(1, 200000) AS i").fetchone()
+        summary = sampler.stop()
+    assert backend not in others_pids(summary)
+    assert summary.own_cores > machine.BUSY_CORES  # the backend did the summing
+
+
+def test_proc_stat_is_parsed_as_the_kernel_counts_a_process():
+    # A name with spaces and parentheses, as a process may call itself (proc(5): comm is "(…)").
+    name = "x) y (z"
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"open('/proc/self/comm', 'w').write({name!r})\n{burn(0.3)}"]
+    )
+    # Exited, not yet reaped: its /proc/<pid>/stat holds its final count, which wait4 then reports.
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    stat = machine.read_processes()[child.pid]
+    kernel_cpu_s = rusage_cpu_s(child)
+
+    assert stat.comm == name and stat.ppid == os.getpid()
+    assert abs(stat.cpu_ticks * machine.TICK_S - kernel_cpu_s) <= 2 * machine.TICK_S
+    busy, total = machine.machine_ticks()
+    assert 0 < busy < total
+
+
+def test_a_shell_bench_prints_commit_command_and_summary():
+    state = f"/tmp/bench-machine-test-{os.getpid()}"
+    script = (
+        f'"{sys.executable}" "{MACHINE}" start {state} --scan-s {SCAN_S} && '
+        f'"{sys.executable}" -c \'while __import__("time").process_time() < 0.3: pass\' && '
+        f'"{sys.executable}" "{MACHINE}" stop {state}; rm -f {state}'
+    )
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+
+    assert out.returncode == 0, out.stderr
+    bench, command, summary, *_busy = out.stdout.splitlines()
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    assert bench.startswith(f"# bench: commit {head}")
+    assert command.startswith("# command: bash -c ")
+    assert summary.startswith("# machine: ") and "load average (1 min)" in summary
+    # The burner was the shell's child: its 0.3 s count as the bench's own.
+    own = float(summary.split("this bench used ")[1].split(" cores")[0])
+    seconds = float(summary.split("# machine: ")[1].split(" s;")[0])
+    # (the summary rounds the cores to hundredths)
+    assert own * seconds >= 0.3 - SCAN_S - 2 * machine.TICK_S - 0.005 * seconds, out.stdout
