@@ -184,7 +184,12 @@ class Summary:
     own_cores: float
     other_cores: float
     machine_busy_cores: float
-    top_others: list[tuple[str, int, float]]  # (name, pid, cores)
+    top_others: list[
+        tuple[str, int, float]
+    ]  # (name, pid, cores), the TOP_OTHERS busiest
+    others: dict[int, float] = field(
+        default_factory=dict
+    )  # every other process: pid -> cores
 
     @property
     def busy(self) -> bool:
@@ -350,6 +355,7 @@ class Sampler:
             other_cores=cores(sum(other.values())),
             machine_busy_cores=cores(busy1 - self._machine0[0]),
             top_others=[(self._names[k], k[0], cores(t)) for k, t in top],
+            others={k[0]: cores(t) for k, t in other.items()},
         )
 
 

@@ -61,7 +61,7 @@ def rusage_cpu_s(proc: subprocess.Popen) -> float:
 
 
 def others_pids(summary) -> set[int]:
-    return {pid for _, pid, _ in summary.top_others}
+    return set(summary.others)
 
 
 def test_a_busy_process_that_is_not_the_benchs_own_makes_the_bench_warn():
@@ -74,22 +74,31 @@ def test_a_busy_process_that_is_not_the_benchs_own_makes_the_bench_warn():
     finally:
         os.kill(stranger, 9)
 
-    assert summary.busy and summary.other_cores > machine.BUSY_CORES
-    assert stranger in others_pids(summary)
+    # The stranger alone is over the threshold (on a busy machine too: it gets its share of a core).
+    assert summary.others[stranger] > machine.BUSY_CORES
+    assert summary.busy
     warning = summary.lines()[-1]
     assert warning.startswith("# WARNING: the machine was busy beyond this bench")
-    assert f"(pid {stranger})" in warning
+    busiest_name, busiest_pid, _ = summary.top_others[0]
+    assert f"{busiest_name} (pid {busiest_pid})" in warning
 
 
 def test_the_same_burner_started_by_the_bench_counts_as_its_own():
+    before = os.times()
     sampler = machine.Sampler(scan_s=SCAN_S).start()
-    child = subprocess.Popen([sys.executable, "-c", burn(0.5)])
+    child = subprocess.Popen([sys.executable, "-c", burn(0.3)])
     child_cpu_s = rusage_cpu_s(child)
     summary = sampler.stop()
+    after = os.times()
 
     assert child.pid not in others_pids(summary)
-    own_cpu_s = summary.own_cores * summary.seconds
-    assert own_cpu_s >= child_cpu_s - SCAN_S - 2 * machine.TICK_S, (own_cpu_s, child_cpu_s)
+    # The bench's own CPU is this process's (its sampler thread included) plus the child's.
+    this_process_s = (after.user + after.system) - (before.user + before.system)
+    child_counted_s = summary.own_cores * summary.seconds - this_process_s
+    assert child_counted_s >= child_cpu_s - SCAN_S - 3 * machine.TICK_S, (
+        child_counted_s,
+        child_cpu_s,
+    )
 
 
 @pytest.mark.skipif(
@@ -133,20 +142,20 @@ def test_a_shell_bench_prints_commit_command_and_summary():
     state = f"/tmp/bench-machine-test-{os.getpid()}"
     script = (
         f'"{sys.executable}" "{MACHINE}" start {state} --scan-s {SCAN_S} && '
-        f'"{sys.executable}" -c \'while __import__("time").process_time() < 0.3: pass\' && '
+        f'"{sys.executable}" -c \'while __import__("time").process_time() < 0.2: pass\' && '
         f'"{sys.executable}" "{MACHINE}" stop {state}; rm -f {state}'
     )
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
 
     assert out.returncode == 0, out.stderr
-    bench, command, summary, *_busy = out.stdout.splitlines()
+    bench, command, summary, *busy = out.stdout.splitlines()
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()  # fmt: skip
     assert bench.startswith(f"# bench: commit {head}")
     assert command.startswith("# command: bash -c ")
     assert summary.startswith("# machine: ") and "load average (1 min)" in summary
-    # The burner was the shell's child: its 0.3 s count as the bench's own.
-    own = float(summary.split("this bench used ")[1].split(" cores")[0])
-    seconds = float(summary.split("# machine: ")[1].split(" s;")[0])
-    # (the summary rounds the cores to hundredths)
-    assert own * seconds >= 0.3 - SCAN_S - 2 * machine.TICK_S - 0.005 * seconds, out.stdout
+    # Whether a WARNING follows is the machine's business; that it agrees with the figure is ours.
+    others = float(summary.split(", others ")[1].split(" ")[0])
+    if abs(others - machine.BUSY_CORES) > 0.01:  # the line rounds to hundredths
+        assert bool(busy) == (others > machine.BUSY_CORES), out.stdout
+    assert not busy or busy[0].startswith("# WARNING: the machine was busy beyond this bench")
