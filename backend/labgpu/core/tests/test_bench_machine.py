@@ -86,7 +86,7 @@ def test_a_busy_process_that_is_not_the_benchs_own_makes_the_bench_warn():
 def test_the_same_burner_started_by_the_bench_counts_as_its_own():
     before = os.times()
     sampler = machine.Sampler(scan_s=SCAN_S).start()
-    child = subprocess.Popen([sys.executable, "-c", burn(0.3)])
+    child = subprocess.Popen([sys.executable, "-c", burn(1.0)])
     child_cpu_s = rusage_cpu_s(child)
     summary = sampler.stop()
     after = os.times()
@@ -95,10 +95,9 @@ def test_the_same_burner_started_by_the_bench_counts_as_its_own():
     # The bench's own CPU is this process's (its sampler thread included) plus the child's.
     this_process_s = (after.user + after.system) - (before.user + before.system)
     child_counted_s = summary.own_cores * summary.seconds - this_process_s
-    assert child_counted_s >= child_cpu_s - SCAN_S - 3 * machine.TICK_S, (
-        child_counted_s,
-        child_cpu_s,
-    )
+    # What ran after the last scan is missed: one scan period, more when a loaded machine delays
+    # the sampler's thread; not following children at all would count none of the second.
+    assert child_counted_s >= child_cpu_s - 3 * SCAN_S, (child_counted_s, child_cpu_s)
 
 
 @pytest.mark.skipif(
