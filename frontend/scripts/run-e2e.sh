@@ -4,9 +4,10 @@
 # On DATABASE_URL's server, else on the project's own PostgreSQL (var/pg, started here). Arguments
 # pick specs by name (e.g. `run-e2e.sh pages`); none runs them all.
 #
-# E2E_SHARDS=N (default 2) splits the specs over N servers, each with its own copy of the demo
-# database, mail folder, OpenID Provider and Redis database, run side by side: most of a spec's
-# time is waiting on the page, which overlaps. E2E_SHARDS=1 runs them in one line, as before.
+# E2E_SHARDS=N (default 1) splits the specs over N servers, each with its own copy of the demo
+# database, mail folder, OpenID Provider and Redis database, run side by side. For machines with
+# cores to spare: on 2 cores the suite is CPU-bound (Chromium, axe, gunicorn) and two shards took
+# longer than one line (20.8 against 18.5 minutes, 2026-12-03).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PY="$ROOT/.venv/bin/python"
@@ -16,7 +17,7 @@ if [[ -z "${DATABASE_URL:-}" ]]; then
   "$PY" "$ROOT/backend/config/embedded_db.py" start
   DATABASE_URL="$("$PY" "$ROOT/backend/config/embedded_db.py" url)"
 fi
-SHARDS="${E2E_SHARDS:-2}"
+SHARDS="${E2E_SHARDS:-1}"
 # One spec named: no point in a second server.
 [[ $# -eq 1 ]] && SHARDS=1
 BASE_DB_URL="$DATABASE_URL"
@@ -76,12 +77,13 @@ run_shard() {
   local k=$1
   shard_env "$k"
   cd "$ROOT/backend"
-  local op="" server
+  # Not local: the EXIT trap that stops them runs after this function has returned.
+  OP="" SERVER=""
   # A real OpenID Provider (backend/labgpu/sso/tests/op) for the SSO spec; LabGPU signs in with
   # it. Without Node the SSO spec skips itself (E2E_OIDC_ISSUER unset) and the rest run as before.
   if command -v node >/dev/null; then
     "$PY" -m labgpu.sso.tests.op_server "http://127.0.0.1:$PORT" > "$VAR/op.log" 2>&1 &
-    op=$!
+    OP=$!
     for _ in $(seq 1 150); do grep -q '^OP ready ' "$VAR/op.log" && break; sleep 0.2; done
     if grep -q '^OP ready ' "$VAR/op.log"; then
       export LABGPU_OIDC_ISSUER="$(sed -n 's/^OP ready //p' "$VAR/op.log")"
@@ -94,8 +96,8 @@ run_shard() {
   fi
   "$ROOT/.venv/bin/gunicorn" config.wsgi --bind "127.0.0.1:$PORT" --workers 2 \
     --log-level warning > "$VAR/server.log" 2>&1 &
-  server=$!
-  trap 'kill $server $op 2>/dev/null || true' EXIT
+  SERVER=$!
+  trap 'kill $SERVER $OP 2>/dev/null || true' EXIT
   for _ in $(seq 1 50); do
     # /healthz, not the schema: generating the schema can outlast a worker's timeout on a busy machine.
     curl -fs --max-time 10 "http://127.0.0.1:$PORT/healthz" >/dev/null && break
