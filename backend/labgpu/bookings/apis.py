@@ -24,6 +24,7 @@ from labgpu.bookings.notifications import notification_mark_read
 from labgpu.bookings.selectors import (
     availability_intervals,
     awaiting_decision_of,
+    bookings_compact,
     bookings_visible_to,
     busy_blocks,
     decision_context,
@@ -45,6 +46,8 @@ from labgpu.bookings.serializers import (
     BulkDecisionResultSerializer,
     BulkDecisionSerializer,
     BusyBlockSerializer,
+    CompactBookingsQuerySerializer,
+    CompactBookingsSerializer,
     DecisionReasonSerializer,
     FreeWindowSerializer,
     FreeWindowsQuerySerializer,
@@ -108,6 +111,30 @@ class BookingViewSet(
         assert page is not None, "the bookings list is always paginated"
         nodes_load(page)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[CompactBookingsQuerySerializer],
+        responses=CompactBookingsSerializer,
+        filters=False,
+    )
+    @action(detail=False, methods=["get"], pagination_class=None)
+    def compact(self, request: Request) -> Response:
+        """Every booking of one pool that overlaps [start_after, end_before) — a calendar's month,
+        at most 92 days — at once: the list's bookings for the same filters, in its order, with
+        the fields a calendar and a list show, each lab and user written once."""
+        query = CompactBookingsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        asked = query.validated_data
+        return Response(
+            bookings_compact(
+                request.user,
+                pool_id=asked["pool"],
+                start_after=asked["start_after"],
+                end_before=asked["end_before"],
+                statuses=asked.get("status"),
+                mine=asked["mine"],
+            )
+        )
 
     @extend_schema(
         request=BookingCreateSerializer,

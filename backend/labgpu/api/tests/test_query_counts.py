@@ -129,6 +129,35 @@ def test_booking_list_page_of_50(
     assert response.status_code == 200 and len(response.json()["results"]) == 10
 
 
+def test_booking_compact_pool_month(
+    client, alice, bob, vision_lab, pool, tomorrow, django_assert_num_queries
+):
+    for index in range(60):
+        booking = BookingFactory(
+            user=alice if index % 2 else bob,
+            lab=vision_lab,
+            pool=pool,
+            start=tomorrow + timedelta(hours=index),
+            status=Booking.Status.READY if index < 10 else Booking.Status.SCHEDULED,
+            series=None,
+        )
+        if index < 10:
+            NodeFactory(booking=booking, attempt=1, status=Node.Status.READY)
+    # token; the bookings with their labs and users, visibility in the same statement = 2,
+    # however many bookings, labs and users the month holds.
+    window = {
+        "pool": pool.pk,
+        "start_after": tomorrow.isoformat(),
+        "end_before": (tomorrow + timedelta(days=31)).isoformat(),
+    }
+    with django_assert_num_queries(2):
+        response = client.get("/api/v1/bookings/compact/", window)
+    assert response.status_code == 200 and response.json()["count"] == 60
+    with django_assert_num_queries(2):
+        response = client.get("/api/v1/bookings/compact/", {**window, "status": ["ready"]})
+    assert response.status_code == 200 and response.json()["count"] == 10
+
+
 def test_pool_availability(client, pool, quotas, tomorrow, django_assert_num_queries):
     book(client, pool, tomorrow)
     # token; visible labs; the pool; reservations and blackouts for the intervals (one UNION);
