@@ -20,6 +20,7 @@ from labgpu.accounts.models import User
 from labgpu.accounts.selectors import admin_lab_ids_of, lab_ids_of
 from labgpu.bookings.models import Booking, BookingSeries, utc_iso_sql
 from labgpu.catalog.models import Blackout, NodePool
+from labgpu.core.rows import prepared_cursor
 from labgpu.core.timeutils import (
     ceil_to_grid,
     hours,
@@ -442,7 +443,8 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
     """Live bookings of `pool` in [start, end) as the calendar shows them (BusyBlockSerializer):
     the user's own labs' with their id and lab, other labs' as anonymous blocks (I-6).
 
-    One statement (BUSY_SQL) over the GiST index `booking_pool_period`, which also says whether
+    One statement (BUSY_SQL, prepared once per connection: parsing and planning it cost as much
+    as running it) over the GiST index `booking_pool_period`, which also says whether
     each row's lab is one of the user's (an EXISTS over their memberships, not a second round trip)
     and writes the moments as the API does (utc_iso_sql); rows are rendered as plain dicts.
     """
@@ -454,7 +456,7 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
         "start": start,
         "end": end,
     }
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(BUSY_SQL, params)
         rows = cursor.fetchall()
     me = user.pk
@@ -529,7 +531,8 @@ def bookings_compact(
 
     The same rows and values as the paginated list `GET /bookings/?pool=…&start_after=…&
     end_before=…` (tests/test_compact_bookings.py holds them to it and to the database rows), in
-    one statement (COMPACT_SQL) rendered as plain dicts: a whole pool-month, not a page of it.
+    one statement (COMPACT_SQL, prepared once per connection) rendered as plain dicts: a whole
+    pool-month, not a page of it.
     """
     params = {
         "site_admin": user.is_site_admin,
@@ -541,7 +544,7 @@ def bookings_compact(
         "statuses": list(statuses or ()),
         "mine": mine,
     }
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(COMPACT_SQL, params)
         rows = cursor.fetchall()
     labs: dict[int, dict] = {}
