@@ -138,4 +138,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+    import machine  # commit, command, and what else loaded the machine
+
+    with machine.watch():
+        main()

@@ -159,4 +159,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+    import machine  # commit, command, and what else loaded the machine
+
+    with machine.watch():
+        sys.exit(main())

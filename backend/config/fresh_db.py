@@ -1,6 +1,8 @@
 """A fresh, empty database beside another one, for a run that must not touch its data.
 
     python backend/config/fresh_db.py URL SUFFIX   # drops and creates <URL's name>_<SUFFIX>
+    python backend/config/fresh_db.py URL SUFFIX --copy-of OTHER   # … as a copy of <name>_<OTHER>
+    python backend/config/fresh_db.py URL SUFFIX --url-only        # only prints its URL
 
 Prints the new database's URL. labgpu_alice with suffix e2e is labgpu_alice_e2e: each checkout and
 each tool (the browser suite, the SPA benches) its own, so two never drop each other's run.
@@ -9,23 +11,46 @@ Run by path (no Django): frontend/scripts/run-e2e.sh and bench/lib/spa_server.sh
 
 from __future__ import annotations
 
-import sys
+import argparse
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import sql
 
 
-def fresh_database(url: str, suffix: str) -> str:
+def sibling_url(url: str, suffix: str) -> str:
     parts = urlsplit(url)
-    name = f"{parts.path.lstrip('/') or 'labgpu'}_{suffix}"
-    with psycopg.connect(parts._replace(path="/postgres").geturl(), autocommit=True) as conn:
+    return parts._replace(path=f"/{_sibling_name(url, suffix)}").geturl()
+
+
+def _sibling_name(url: str, suffix: str) -> str:
+    return f"{urlsplit(url).path.lstrip('/') or 'labgpu'}_{suffix}"
+
+
+def fresh_database(url: str, suffix: str, copy_of: str | None = None) -> str:
+    """Drop and create <name>_<suffix>; with copy_of, as a copy of <name>_<copy_of> (which nobody
+    may be connected to: PostgreSQL copies a template only while it is idle)."""
+    name = _sibling_name(url, suffix)
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if copy_of:
+        template = sql.Identifier(_sibling_name(url, copy_of))
+        create = sql.SQL("{} TEMPLATE {}").format(create, template)
+    with psycopg.connect(urlsplit(url)._replace(path="/postgres").geturl(), autocommit=True) as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return parts._replace(path=f"/{name}").geturl()
+        conn.execute(create)
+    return sibling_url(url, suffix)
 
 
 if __name__ == "__main__":
-    print(fresh_database(sys.argv[1], sys.argv[2]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("url")
+    parser.add_argument("suffix")
+    parser.add_argument("--copy-of", metavar="OTHER_SUFFIX")
+    parser.add_argument("--url-only", action="store_true")
+    args = parser.parse_args()
+    if args.url_only:
+        print(sibling_url(args.url, args.suffix))
+    else:
+        print(fresh_database(args.url, args.suffix, args.copy_of))

@@ -1,7 +1,8 @@
 # Sourced by the SPA benches (spa_performance.sh, spa_ab.sh): a live LabGPU to measure against,
 # on a fresh PostgreSQL database with the demo data and its weeks of history, served by gunicorn
 # (+ WhiteNoise) on free 127.0.0.1 ports. Sets ROOT, PY and VAR (a temporary folder: users.json,
-# server logs), and on exit stops the servers it started and removes VAR.
+# server logs), prints the commit and command line, and on exit prints what else loaded the machine
+# while the bench ran (a WARNING when others were busy), stops the servers it started, removes VAR.
 #   source "$(dirname "$0")/lib/spa_server.sh"
 #   spa_database spabench        # DATABASE_URL's name + _spabench, migrated and seeded
 #   spa_serve A [DIST]           # gunicorn for build A (LABGPU_FRONTEND_DIST=DIST), port PORT[A]
@@ -12,7 +13,10 @@ PY="$ROOT/.venv/bin/python"
 VAR="$(mktemp -d)"
 export LABGPU_VAR_DIR="$VAR" DJANGO_SECRET_KEY="bench-only-secret" LABGPU_THROTTLE_USER="100000/min"
 declare -A PORT=() SERVER=()
-trap '[[ ${#SERVER[@]} -eq 0 ]] || kill "${SERVER[@]}" 2>/dev/null || true; rm -rf "$VAR"' EXIT
+# The commit and command now; at exit, what else loaded the machine meanwhile (bench/lib/machine.py).
+"$PY" "$ROOT/bench/lib/machine.py" start "$VAR/machine.json" --pid $$
+trap '"$PY" "$ROOT/bench/lib/machine.py" stop "$VAR/machine.json" || true
+  [[ ${#SERVER[@]} -eq 0 ]] || kill "${SERVER[@]}" 2>/dev/null || true; rm -rf "$VAR"' EXIT
 
 free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

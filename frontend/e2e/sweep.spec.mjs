@@ -44,7 +44,9 @@ function concretePath(path, samples, missing) {
 /** Who opens a route: nobody for public pages, carol (site admin) for admin pages, else alice. */
 const personFor = (route) => (route.public ? null : route.role ? 'carol' : 'alice')
 
-describe('sweep: every route, both languages, desktop and phone (issue 14)', () => {
+// Two sizes × languages at a time, each in its own contexts: most of a page's time is waiting for
+// its requests to settle, which overlaps; axe's work does not, so more than two gains nothing here.
+describe('sweep: every route, both languages, desktop and phone (issue 14)', { concurrency: 2 }, () => {
   const { browser } = useBrowser()
   let plan // [{ who, path }]
   const storage = {}
