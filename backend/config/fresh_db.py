@@ -35,7 +35,8 @@ def fresh_database(url: str, suffix: str, copy_of: str | None = None) -> str:
     if copy_of:
         template = sql.Identifier(_sibling_name(url, copy_of))
         create = sql.SQL("{} TEMPLATE {}").format(create, template)
-    with psycopg.connect(urlsplit(url)._replace(path="/postgres").geturl(), autocommit=True) as conn:
+    maintenance = urlsplit(url)._replace(path="/postgres").geturl()
+    with psycopg.connect(maintenance, autocommit=True) as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
