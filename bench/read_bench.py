@@ -15,9 +15,15 @@ What it does (everything on loopback):
   4. one client on one keep-alive connection asks, in turn, --requests times each:
        GET /api/v1/pools/{id}/busy/?start=…&end=…            (next calendar month, UTC)
        GET /api/v1/bookings/?pool=…&start_after=…&end_before=… (first page of 50)
+       GET /api/v1/bookings/?pool=…&start_after=…&end_before=…&page_size=500 (the whole month)
+       GET /api/v1/bookings/compact/?pool=…&start_after=…&end_before=… (the whole month, compact)
        GET /api/v1/pools/{id}/availability/?start=…&end=…
      as a member of one lab (other labs' bookings are anonymous busy blocks), after a warm-up;
-  5. prints p50/p95/p99 per endpoint, the rows each answer held, and the machine's load.
+     the whole month's two lists also as a site admin (`*_admin`: every lab's bookings of the
+     pool-month, ~220 of them, as the peer's one-resource month of 155 is all of its bookings);
+  5. prints p50/p95/p99 per endpoint, the rows and bytes each answer held, and the machine's load
+     (the targets of issue 27 item 3 at 100,000 rows: compact ≤ 10 ms, busy and availability
+     ≤ 5 ms p50).
 
 With --ref REF the same run also goes against a git worktree of REF (its own database,
 `labgpu_read_bench_ref`) right after, and both are printed side by side.
@@ -44,6 +50,15 @@ from bulk_bookings import seed_bookings
 from labgpu.core.testing import RedisServer
 
 TARGET_MS = {10_000: 10.0, 100_000: 15.0}
+ENDPOINTS = (
+    "busy",
+    "list",
+    "list_month",
+    "compact",
+    "list_month_admin",
+    "compact_admin",
+    "availability",
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -125,6 +140,14 @@ def prepare(
     storm.log(
         args, f"seeded {sum(counts.values())} bookings in {time.monotonic() - t0:.1f} s"
     )
+    # A site admin, who sees every lab's bookings in the lists (the member sees their lab's).
+    seed["admin_token"] = (
+        storm.run_quiet(
+            [sys.executable, "manage.py", "shell", "-c", ADMIN_TOKEN_PY], backend, env
+        )
+        .strip()
+        .splitlines()[-1]
+    )
     return (
         database_url,
         env,
@@ -132,7 +155,17 @@ def prepare(
     )
 
 
-def measure(args: argparse.Namespace, port: int, token: str, pool_id: int) -> dict:
+ADMIN_TOKEN_PY = """
+from labgpu.accounts.models import User
+from labgpu.accounts.services import token_create
+user = User.objects.create_user("read-bench-admin", is_staff=True)
+print(token_create(user=user, name="read-bench", scopes=["read"])[1])
+"""
+
+
+def measure(
+    args: argparse.Namespace, port: int, token: str, pool_id: int, admin_token: str
+) -> dict:
     start, end = month_window(datetime.now(UTC))
     window = {"start": start.isoformat(), "end": end.isoformat()}
     paths = {
@@ -147,14 +180,28 @@ def measure(args: argparse.Namespace, port: int, token: str, pool_id: int) -> di
         ),
         "availability": f"/api/v1/pools/{pool_id}/availability/?{urlencode(window)}",
     }
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    month = {
+        "pool": pool_id,
+        "start_after": window["start"],
+        "end_before": window["end"],
+    }
+    # The whole pool-month (issue 27 item 3): the full list in one page, and the compact form.
+    paths["list_month"] = f"/api/v1/bookings/?{urlencode({**month, 'page_size': 500})}"
+    paths["compact"] = f"/api/v1/bookings/compact/?{urlencode(month)}"
+    paths["list_month_admin"] = paths["list_month"]
+    paths["compact_admin"] = paths["compact"]
+    member = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    admin = {**member, "Authorization": f"Bearer {admin_token}"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     times: dict[str, list[float]] = {name: [] for name in paths}
     rows: dict[str, int] = {}
+    sizes: dict[str, int] = {}
 
     def get(name: str) -> float:
         t = time.perf_counter()
-        conn.request("GET", paths[name], headers=headers)
+        conn.request(
+            "GET", paths[name], headers=admin if name.endswith("_admin") else member
+        )
         resp = conn.getresponse()
         body = resp.read()
         elapsed = (time.perf_counter() - t) * 1000
@@ -162,24 +209,47 @@ def measure(args: argparse.Namespace, port: int, token: str, pool_id: int) -> di
             raise RuntimeError(f"{paths[name]} answered {resp.status}: {body[:300]!r}")
         if name not in rows:
             data = json.loads(body)
-            rows[name] = (
-                len(data)
-                if name == "busy"
-                else data["count"]
-                if name == "list"
-                else len(data["intervals"])
-            )
+            sizes[name] = len(body)
+            if name == "busy":
+                rows[name] = len(data)
+            elif name == "availability":
+                rows[name] = len(data["intervals"])
+            elif name.startswith("compact"):
+                rows[name] = len(data["bookings"])
+            elif name == "list":  # a page of 50 of the month's `count`
+                rows[name] = data["count"]
+            else:  # the whole month in one page
+                rows[name] = len(data["results"])
+                if data["next"] is not None:
+                    raise RuntimeError(
+                        f"{paths[name]}: the month is more than one page"
+                    )
+                ids[name] = [b["id"] for b in data["results"]]
+            if name.startswith("compact"):
+                ids[name] = [b["id"] for b in data["bookings"]]
         return elapsed
 
+    ids: dict[str, list[int]] = {}
+    conn.request("GET", paths["compact"], headers=member)
+    probe = conn.getresponse()
+    probe.read()
+    # A --ref tree from before the compact list: measure the rest.
+    if probe.status == 404:
+        for name in ("compact", "compact_admin"):
+            del paths[name], times[name]
     for _ in range(args.warmup):
         for name in paths:
             get(name)
     for _ in range(args.requests):
-        for (
-            name
-        ) in paths:  # in turn, so that noise from neighbours falls on all three alike
+        for name in paths:  # in turn, so that noise from neighbours falls on all alike
             times[name].append(get(name))
     conn.close()
+    for persona in ("", "_admin"):
+        compact = ids.get(f"compact{persona}")
+        if compact is not None and compact != ids[f"list_month{persona}"]:
+            raise RuntimeError(
+                "the compact month and the full list's month hold other bookings"
+            )
     result = {}
     for name, values in times.items():
         q = statistics.quantiles(values, n=100, method="inclusive")
@@ -188,6 +258,7 @@ def measure(args: argparse.Namespace, port: int, token: str, pool_id: int) -> di
             "p95_ms": round(q[94], 2),
             "p99_ms": round(q[98], 2),
             "rows": rows[name],
+            "bytes": sizes[name],
         }
     result["window"] = window
     return result
@@ -211,9 +282,17 @@ def run_one(args: argparse.Namespace, backend: Path, db: str, label: str) -> dic
         except RuntimeError:
             sys.stderr.write((tmp / "gunicorn.log").read_text()[-3000:])
             raise
-        storm.log(args, f"[{label}] measuring {args.requests} × 3 requests")
+        storm.log(
+            args, f"[{label}] measuring {args.requests} × {len(ENDPOINTS)} requests"
+        )
         load_before = os.getloadavg()
-        result = measure(args, port, token, seeded["seed"]["pools"][0]["id"])
+        result = measure(
+            args,
+            port,
+            token,
+            seeded["seed"]["pools"][0]["id"],
+            seeded["seed"]["admin_token"],
+        )
         result["load_avg_1m"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
         result["backend"] = label
         result["bookings_by_status"] = seeded["statuses"]
@@ -234,14 +313,17 @@ def print_table(runs: list[dict], bookings: int) -> None:
     target = TARGET_MS.get(bookings)
     print(f"{bookings} bookings in the table; target p50 ≤ {target or '—'} ms")
     print(
-        f"{'backend':<28} {'endpoint':<13} {'p50':>7} {'p95':>7} {'p99':>7} {'rows':>6}  load"
+        f"{'backend':<28} {'endpoint':<17} {'p50':>7} {'p95':>7} {'p99':>7} {'rows':>6} "
+        f"{'bytes':>8}  load"
     )
     for run in runs:
-        for name in ("busy", "list", "availability"):
-            r = run[name]
+        for name in ENDPOINTS:
+            r = run.get(name)
+            if r is None:  # a --ref tree without the endpoint
+                continue
             print(
-                f"{run['backend']:<28} {name:<13} {r['p50_ms']:>7} {r['p95_ms']:>7} "
-                f"{r['p99_ms']:>7} {r['rows']:>6}  {run['load_avg_1m']}"
+                f"{run['backend']:<28} {name:<17} {r['p50_ms']:>7} {r['p95_ms']:>7} "
+                f"{r['p99_ms']:>7} {r['rows']:>6} {r['bytes']:>8}  {run['load_avg_1m']}"
             )
 
 

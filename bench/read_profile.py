@@ -4,9 +4,9 @@
     cd backend && DATABASE_URL=postgres://postgres@127.0.0.1:5432/labgpu_read_bench \\
         ../.venv/bin/python ../bench/read_profile.py --n 300
 
-Sends read_bench's three GETs (busy, list page of 50, availability of the next calendar month,
-as the first bench user, a member of one lab) through Django's test client: the full middleware
-stack, no sockets. Prints the CPU time of this process per request (Python, the driver, Django;
+Sends read_bench's GETs (busy, list page of 50, the compact whole month, availability; the next
+calendar month, as the first bench user, a member of one lab) through Django's test client: the
+full middleware stack, no sockets. Prints the CPU time of this process per request (Python, the driver, Django;
 not the wait on PostgreSQL), which barely moves when other work loads the machine, unlike wall
 time; with --profile, cProfile's top functions per endpoint counted in CPU time.
 
@@ -58,7 +58,9 @@ def main() -> None:
     )
     p.add_argument("--top", type=int, default=25)
     p.add_argument(
-        "--endpoint", choices=["busy", "list", "availability"], help="only this one"
+        "--endpoint",
+        choices=["busy", "list", "compact", "availability"],
+        help="only this one",
     )
     args = p.parse_args()
     user = User.objects.filter(username__startswith="bench-").order_by("pk").first()
@@ -80,6 +82,8 @@ def main() -> None:
         ),
         "availability": f"/api/v1/pools/{pool.pk}/availability/?{urlencode(window)}",
     }
+    # The whole pool-month, compact (issue 27 item 3).
+    paths["compact"] = paths["list"].replace("/bookings/?", "/bookings/compact/?")
     if args.endpoint:
         paths = {args.endpoint: paths[args.endpoint]}
     client = Client(

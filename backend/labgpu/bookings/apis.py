@@ -3,6 +3,7 @@ from datetime import timedelta
 from itertools import pairwise
 
 from django.db.models import QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -24,6 +25,7 @@ from labgpu.bookings.notifications import notification_mark_read
 from labgpu.bookings.selectors import (
     availability_intervals,
     awaiting_decision_of,
+    bookings_compact,
     bookings_visible_to,
     busy_blocks,
     decision_context,
@@ -45,6 +47,8 @@ from labgpu.bookings.serializers import (
     BulkDecisionResultSerializer,
     BulkDecisionSerializer,
     BusyBlockSerializer,
+    CompactBookingsQuerySerializer,
+    CompactBookingsSerializer,
     DecisionReasonSerializer,
     FreeWindowSerializer,
     FreeWindowsQuerySerializer,
@@ -63,7 +67,7 @@ from labgpu.bookings.serializers import (
 from labgpu.bookings.services import series as series_services
 from labgpu.catalog.apis import BlackoutViewSet as CatalogBlackoutViewSet
 from labgpu.catalog.models import NodePool
-from labgpu.catalog.selectors import pools_visible_to
+from labgpu.catalog.selectors import pool_visible_to, pools_visible_to
 from labgpu.catalog.serializers import BlackoutSerializer
 from labgpu.core.errors import ApplicationError, NotPermitted
 from labgpu.core.timeutils import iso
@@ -108,6 +112,30 @@ class BookingViewSet(
         assert page is not None, "the bookings list is always paginated"
         nodes_load(page)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[CompactBookingsQuerySerializer],
+        responses=CompactBookingsSerializer,
+        filters=False,
+    )
+    @action(detail=False, methods=["get"], pagination_class=None)
+    def compact(self, request: Request) -> Response:
+        """Every booking of one pool that overlaps [start_after, end_before) — a calendar's month,
+        at most 92 days — at once: the list's bookings for the same filters, in its order, with
+        the fields a calendar and a list show, each lab and user written once."""
+        query = CompactBookingsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        asked = query.validated_data
+        return Response(
+            bookings_compact(
+                request.user,
+                pool_id=asked["pool"],
+                start_after=asked["start_after"],
+                end_before=asked["end_before"],
+                statuses=asked.get("status"),
+                mine=asked["mine"],
+            )
+        )
 
     @extend_schema(
         request=BookingCreateSerializer,
@@ -265,6 +293,20 @@ class PoolCalendarViewSet(viewsets.GenericViewSet):
         if self.request.query_params.keys().isdisjoint(self.filterset_fields):
             return queryset
         return super().filter_queryset(queryset)
+
+    def get_object(self) -> NodePool:
+        # A calendar sends no pool filter: the pool as pools_visible_to would find it, in one
+        # prepared statement (pool_visible_to) instead of two compiled ones; with a filter, the
+        # queryset and its FilterSet as before.
+        if not self.request.query_params.keys().isdisjoint(self.filterset_fields):
+            return super().get_object()
+        raw = self.kwargs["pk"]
+        wellformed = raw.isascii() and raw.isdecimal() and len(raw) <= 19  # at most a bigint
+        pool = pool_visible_to(self.request.user, int(raw)) if wellformed else None
+        if pool is None:
+            raise Http404
+        self.check_object_permissions(self.request, pool)
+        return pool
 
     def _range(self, request: Request) -> dict:
         query = AvailabilityQuerySerializer(data=request.query_params)

@@ -20,6 +20,7 @@ from labgpu.accounts.models import User
 from labgpu.accounts.selectors import admin_lab_ids_of, lab_ids_of
 from labgpu.bookings.models import Booking, BookingSeries, utc_iso_sql
 from labgpu.catalog.models import Blackout, NodePool
+from labgpu.core.rows import prepared_cursor
 from labgpu.core.timeutils import (
     ceil_to_grid,
     hours,
@@ -442,7 +443,8 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
     """Live bookings of `pool` in [start, end) as the calendar shows them (BusyBlockSerializer):
     the user's own labs' with their id and lab, other labs' as anonymous blocks (I-6).
 
-    One statement (BUSY_SQL) over the GiST index `booking_pool_period`, which also says whether
+    One statement (BUSY_SQL, prepared once per connection: parsing and planning it cost as much
+    as running it) over the GiST index `booking_pool_period`, which also says whether
     each row's lab is one of the user's (an EXISTS over their memberships, not a second round trip)
     and writes the moments as the API does (utc_iso_sql); rows are rendered as plain dicts.
     """
@@ -454,7 +456,7 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
         "start": start,
         "end": end,
     }
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(BUSY_SQL, params)
         rows = cursor.fetchall()
     me = user.pk
@@ -486,6 +488,117 @@ def busy_blocks(user: User, pool: NodePool, start: datetime, end: datetime) -> l
             own,
         ) in rows
     ]
+
+
+# bookings_compact's statement, written once, as BUSY_SQL is. Which rows: those of
+# bookings_visible_to (a site admin's: every lab's; anyone else's: their own labs', an EXISTS over
+# their memberships in the same statement rather than a round trip for their lab ids), filtered as
+# the list's BookingFilter filters `pool` + `start_after` + `end_before` (a range overlap over the
+# GiST index `booking_pool_period`, the pool id as bigint), `status` and `mine`; in the list's
+# order. Moments are written as the API writes them (utc_iso_sql), so Python formats none.
+_PENDING_END = utc_iso_sql("b.pending_end")
+COMPACT_SQL = f"""
+    SELECT b.id, b.lab_id, lab.name, lab.slug, b.user_id, u.username, u.first_name, u.last_name,
+           {_START}, {_END}, {_PENDING_END}, b.status, b.purpose, b.series_id, b.gpu_count,
+           b.on_demand
+      FROM bookings_booking b
+      JOIN accounts_lab lab ON lab.id = b.lab_id
+      JOIN accounts_user u ON u.id = b.user_id
+     WHERE b.pool_id = %(pool)s::bigint
+       AND tstzrange(b."start", b."end") && tstzrange(%(start)s, %(end)s)
+       AND (%(site_admin)s OR EXISTS (
+               SELECT 1 FROM accounts_membership m
+                WHERE m.user_id = %(user)s AND m.lab_id = b.lab_id
+           ))
+       AND (%(any_status)s OR b.status = ANY(%(statuses)s))
+       AND (NOT %(mine)s OR b.user_id = %(user)s)
+     ORDER BY b."start", b.id
+"""  # noqa: S608 - only utc_iso_sql of fixed columns is formatted in; values are parameters
+
+
+def bookings_compact(
+    user: User,
+    *,
+    pool_id: int,
+    start_after: datetime,
+    end_before: datetime,
+    statuses: list[str] | None = None,
+    mine: bool = False,
+) -> dict:
+    """Every booking `user` may see (bookings_visible_to) in pool `pool_id` that overlaps
+    [start_after, end_before), in the list's order, as CompactBookingsSerializer documents it:
+    each booking's own fields, its lab and user as ids into `labs` and `users` (each written once).
+
+    The same rows and values as the paginated list `GET /bookings/?pool=…&start_after=…&
+    end_before=…` (tests/test_compact_bookings.py holds them to it and to the database rows), in
+    one statement (COMPACT_SQL, prepared once per connection) rendered as plain dicts: a whole
+    pool-month, not a page of it.
+    """
+    params = {
+        "site_admin": user.is_site_admin,
+        "user": user.pk,
+        "pool": pool_id,
+        "start": start_after,
+        "end": end_before,
+        "any_status": not statuses,
+        "statuses": list(statuses or ()),
+        "mine": mine,
+    }
+    with prepared_cursor() as cursor:
+        cursor.execute(COMPACT_SQL, params)
+        rows = cursor.fetchall()
+    labs: dict[int, dict] = {}
+    users: dict[int, dict] = {}
+    bookings = []
+    for (
+        pk,
+        lab_id,
+        lab_name,
+        lab_slug,
+        user_id,
+        username,
+        first_name,
+        last_name,
+        b_start,
+        b_end,
+        pending_end,
+        status,
+        purpose,
+        series,
+        gpu_count,
+        on_demand,
+    ) in rows:
+        if lab_id not in labs:
+            labs[lab_id] = {"id": lab_id, "name": lab_name, "slug": lab_slug}
+        if user_id not in users:
+            users[user_id] = {
+                "id": user_id,
+                "username": username,
+                "first_name": first_name,
+                "last_name": last_name,
+            }
+        bookings.append(
+            {
+                "id": pk,
+                "lab": lab_id,
+                "user": user_id,
+                "start": b_start,
+                "end": b_end,
+                "pending_end": pending_end,
+                "status": status,
+                "purpose": purpose,
+                "series": series,
+                "gpu_count": gpu_count,
+                "on_demand": on_demand,
+            }
+        )
+    return {
+        "pool": pool_id,
+        "count": len(bookings),
+        "labs": list(labs.values()),
+        "users": list(users.values()),
+        "bookings": bookings,
+    }
 
 
 @dataclass(frozen=True)

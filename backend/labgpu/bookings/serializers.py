@@ -306,6 +306,80 @@ class AvailabilityQuerySerializer(CachedFieldsSerializer):
         return attrs
 
 
+COMPACT_MAX_DAYS = 92  # as busy and availability: a quarter, whose answer stays bounded
+
+
+class CompactBookingsQuerySerializer(CachedFieldsSerializer):
+    """What `GET /bookings/compact/` takes: the list's filters of the same names, the pool and
+    both ends of the window required (the answer is every booking in it, not a page)."""
+
+    pool = serializers.IntegerField(min_value=1, max_value=2**63 - 1, help_text="Pool id")
+    start_after = AwareDateTimeField(help_text="Bookings that end after this moment")
+    end_before = AwareDateTimeField(help_text="Bookings that start before this moment")
+    status = serializers.ListField(
+        child=serializers.ChoiceField(choices=Booking.Status.choices),
+        required=False,
+        max_length=len(Booking.Status.choices),
+        help_text="Only bookings in these statuses (repeat the parameter); default: every status.",
+    )
+    mine = serializers.BooleanField(required=False, default=False, help_text="Only my own bookings")
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["end_before"] <= attrs["start_after"]:
+            raise serializers.ValidationError(
+                {
+                    "end_before": [
+                        serializers.ErrorDetail(
+                            _("The end must be after the start."), code="end_before_start"
+                        )
+                    ]
+                }
+            )
+        if (attrs["end_before"] - attrs["start_after"]).days > COMPACT_MAX_DAYS:
+            raise serializers.ValidationError(
+                {
+                    "end_before": [
+                        serializers.ErrorDetail(
+                            _("Ask for at most %(days)s days at once.")
+                            % {"days": COMPACT_MAX_DAYS},
+                            code="range_too_long",
+                        )
+                    ]
+                }
+            )
+        return attrs
+
+
+class CompactBookingSerializer(serializers.Serializer):
+    """One booking of the compact list: the fields of the same names in BookingSerializer, with
+    its lab and user as ids into the answer's `labs` and `users`."""
+
+    # The answer's shape, for the schema; bookings.selectors.bookings_compact writes it.
+    id = serializers.IntegerField()
+    lab = serializers.IntegerField(help_text="The id of its lab in `labs`.")
+    user = serializers.IntegerField(help_text="The id of its user in `users`.")
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    pending_end = serializers.DateTimeField(allow_null=True)
+    status = serializers.ChoiceField(choices=Booking.Status.choices)
+    purpose = serializers.CharField()
+    series = serializers.IntegerField(allow_null=True)
+    gpu_count = serializers.IntegerField()
+    on_demand = serializers.BooleanField()
+
+
+class CompactBookingsSerializer(serializers.Serializer):
+    """Every booking of the list's `pool` + `start_after` + `end_before` at once, compactly: each
+    lab and user is written once (in `labs` and `users`) and each booking refers to them by id;
+    the same bookings, in the same order and with the same values, as the paginated list's."""
+
+    pool = serializers.IntegerField()
+    count = serializers.IntegerField(help_text="How many bookings (all of them are here).")
+    labs = LabSummarySerializer(many=True)
+    users = UserSummarySerializer(many=True)
+    bookings = CompactBookingSerializer(many=True)
+
+
 class IntervalSerializer(serializers.Serializer):
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()

@@ -1,5 +1,5 @@
 import { api, unwrap } from './client'
-import type { ApprovalQueueItem, AuditEvent, Booking, BookingCreate, BookingStatus, DecisionOutcome, NotebookAccess, Occurrence, Page, Series, SeriesCreate, SeriesDecision } from './types'
+import type { ApprovalQueueItem, AuditEvent, Booking, BookingCreate, BookingRow, BookingStatus, CompactBookings, DecisionOutcome, NotebookAccess, Occurrence, Page, Series, SeriesCreate, SeriesDecision } from './types'
 
 export interface BookingFilters {
   page?: number
@@ -16,6 +16,37 @@ export interface BookingFilters {
 
 export function listBookings(filters: BookingFilters = {}): Promise<Page<Booking>> {
   return unwrap(api.GET('/api/v1/bookings/', { params: { query: filters } }))
+}
+
+export interface PoolWindowQuery {
+  pool: number
+  start_after: string
+  end_before: string
+  status?: BookingStatus[]
+  mine?: boolean
+}
+
+/** The longest window GET /bookings/compact/ answers (the server says 400 beyond it). */
+export const POOL_WINDOW_MAX_DAYS = 92
+
+/** Every booking of one pool that overlaps [start_after, end_before) at once, not a page of
+ *  them: the list's bookings for the same filters, compactly (each lab and user once). */
+export function listPoolWindow(query: PoolWindowQuery): Promise<CompactBookings> {
+  return unwrap(api.GET('/api/v1/bookings/compact/', { params: { query } }))
+}
+
+/** The compact answer's bookings as a bookings table shows them, in its order (start, then id). */
+export function compactRows(answer: CompactBookings, poolName: string): BookingRow[] {
+  const labs = new Map(answer.labs.map((lab) => [lab.id, lab.name]))
+  return answer.bookings.map((b) => ({
+    id: b.id,
+    pool_name: poolName,
+    start: b.start,
+    end: b.end,
+    purpose: b.purpose,
+    status: b.status,
+    lab: { name: labs.get(b.lab) ?? '' },
+  }))
 }
 
 export function getBooking(id: number): Promise<Booking> {

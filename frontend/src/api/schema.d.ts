@@ -439,6 +439,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/bookings/compact/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Every booking of one pool that overlaps [start_after, end_before) — a calendar's month,
+         *     at most 92 days — at once: the list's bookings for the same filters, in its order, with
+         *     the fields a calendar and a list show, each lab and user written once.
+         */
+        get: operations["v1_bookings_compact_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/bookings/decide/": {
         parameters: {
             query?: never;
@@ -2698,6 +2719,41 @@ export interface components {
          * @enum {string}
          */
         ChatDeliveryStatusEnum: "pending" | "retrying" | "sent" | "failed";
+        /**
+         * @description One booking of the compact list: the fields of the same names in BookingSerializer, with
+         *     its lab and user as ids into the answer's `labs` and `users`.
+         */
+        CompactBooking: {
+            id: number;
+            /** @description The id of its lab in `labs`. */
+            lab: number;
+            /** @description The id of its user in `users`. */
+            user: number;
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            /** Format: date-time */
+            pending_end: string | null;
+            status: components["schemas"]["BookingStatusEnum"];
+            purpose: string;
+            series: number | null;
+            gpu_count: number;
+            on_demand: boolean;
+        };
+        /**
+         * @description Every booking of the list's `pool` + `start_after` + `end_before` at once, compactly: each
+         *     lab and user is written once (in `labs` and `users`) and each booking refers to them by id;
+         *     the same bookings, in the same order and with the same values, as the paginated list's.
+         */
+        CompactBookings: {
+            pool: number;
+            /** @description How many bookings (all of them are here). */
+            count: number;
+            labs: components["schemas"]["LabSummary"][];
+            users: components["schemas"]["UserSummary"][];
+            bookings: components["schemas"]["CompactBooking"][];
+        };
         Conversion: {
             code: string;
             /** Format: decimal */
@@ -7286,6 +7342,81 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApprovalQueueItem"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_bookings_compact_retrieve: {
+        parameters: {
+            query: {
+                /** @description Bookings that start before this moment */
+                end_before: string;
+                /** @description Only my own bookings */
+                mine?: boolean;
+                /** @description Pool id */
+                pool: number;
+                /** @description Bookings that end after this moment */
+                start_after: string;
+                /** @description Only bookings in these statuses (repeat the parameter); default: every status. */
+                status?: ("pending" | "offered" | "scheduled" | "provisioning" | "ready" | "ending" | "completed" | "cancelled" | "rejected" | "expired" | "failed")[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompactBookings"];
                 };
             };
             /** @description Invalid input */

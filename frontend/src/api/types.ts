@@ -81,6 +81,10 @@ export type Quota = Schemas['Quota']
 export type QuotaRequest = Schemas['QuotaRequest']
 export type QuotaRequestStatus = Schemas['QuotaRequestStatusEnum']
 export type QuotaRequestCreate = Schemas['QuotaRequestRequest']
+/** A whole pool-window of the bookings list at once, each lab and user written once (GET /bookings/compact/). */
+export type CompactBookings = Schemas['CompactBookings']
+/** What a bookings table shows of a booking: the full list's and the compact list's in common. */
+export type BookingRow = Pick<Booking, 'id' | 'pool_name' | 'start' | 'end' | 'purpose' | 'status'> & { lab: { name: string } }
 export type Page<T> = { count: number; next?: string | null; previous?: string | null; results: T[] }
 
 export const LIVE_STATUSES: readonly BookingStatus[] = ['provisioning', 'ready', 'ending']

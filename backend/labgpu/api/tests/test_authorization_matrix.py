@@ -68,6 +68,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "GET /api/v1/bookings/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     # Lists only what the caller decides: empty for researchers.
     "GET /api/v1/bookings/approval-queue/": ("ok", "ok", "ok", "ok", "auth", "auth"),
+    "GET /api/v1/bookings/compact/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/bookings/{id}/": ("ok", "deny", "ok", "ok", "auth", "auth"),
     "GET /api/v1/feeds/": ("ok", "ok", "ok", "ok", "auth", "auth"),
     "GET /api/v1/feeds/{token}.ics": ("deny", "deny", "deny", "deny", "deny", "deny"),

@@ -129,12 +129,42 @@ def test_booking_list_page_of_50(
     assert response.status_code == 200 and len(response.json()["results"]) == 10
 
 
+def test_booking_compact_pool_month(
+    client, alice, bob, vision_lab, pool, tomorrow, django_assert_num_queries
+):
+    for index in range(60):
+        booking = BookingFactory(
+            user=alice if index % 2 else bob,
+            lab=vision_lab,
+            pool=pool,
+            start=tomorrow + timedelta(hours=index),
+            status=Booking.Status.READY if index < 10 else Booking.Status.SCHEDULED,
+            series=None,
+        )
+        if index < 10:
+            NodeFactory(booking=booking, attempt=1, status=Node.Status.READY)
+    # token; the bookings with their labs and users, visibility in the same statement = 2,
+    # however many bookings, labs and users the month holds.
+    window = {
+        "pool": pool.pk,
+        "start_after": tomorrow.isoformat(),
+        "end_before": (tomorrow + timedelta(days=31)).isoformat(),
+    }
+    with django_assert_num_queries(2):
+        response = client.get("/api/v1/bookings/compact/", window)
+    assert response.status_code == 200 and response.json()["count"] == 60
+    with django_assert_num_queries(2):
+        response = client.get("/api/v1/bookings/compact/", {**window, "status": ["ready"]})
+    assert response.status_code == 200 and response.json()["count"] == 10
+
+
 def test_pool_availability(client, pool, quotas, tomorrow, django_assert_num_queries):
     book(client, pool, tomorrow)
-    # token; visible labs; the pool; reservations and blackouts for the intervals (one UNION);
-    # then the next free windows read the live reservations and the blackouts in one UNION (a
-    # batch holds every reservation of this pool) = 5.
-    with django_assert_num_queries(5):
+    # token; the pool if visible (one prepared statement, catalog.selectors.pool_visible_to);
+    # reservations and blackouts for the intervals (one UNION); then the next free windows read
+    # the live reservations and the blackouts in one UNION (a batch holds every reservation of
+    # this pool) = 4.
+    with django_assert_num_queries(4):
         response = client.get(
             f"/api/v1/pools/{pool.pk}/availability/",
             {
@@ -144,6 +174,18 @@ def test_pool_availability(client, pool, quotas, tomorrow, django_assert_num_que
             },
         )
     assert response.status_code == 200, response.content
+
+
+def test_pool_busy(client, pool, quotas, tomorrow, django_assert_num_queries):
+    book(client, pool, tomorrow)
+    # token; the pool if visible (pool_visible_to); the live bookings with whether each is of
+    # the caller's labs (one statement, BUSY_SQL) = 3.
+    with django_assert_num_queries(3):
+        response = client.get(
+            f"/api/v1/pools/{pool.pk}/busy/",
+            {"start": tomorrow.isoformat(), "end": (tomorrow + timedelta(days=7)).isoformat()},
+        )
+    assert response.status_code == 200 and len(response.json()) == 1
 
 
 def test_me(client, alice, other_lab, django_assert_num_queries):
