@@ -1,3 +1,4 @@
+from django.http import HttpRequest
 from django.utils import translation
 from django.utils.translation import gettext as _
 from drf_spectacular.authentication import SessionScheme
@@ -15,11 +16,25 @@ def speak_users_language(request: Request, user: User) -> None:
     """Once the caller is known, answer in their profile's language, unless the page names the
     language it shows (labgpu.core.language); before that (signed out, or refused),
     LocaleMiddleware has already chosen from Accept-Language."""
-    if shown_language(request._request):
+    speak_language_of(request._request, user)
+
+
+def speak_language_of(request: HttpRequest, user: User) -> None:
+    """speak_users_language for a view outside DRF (the booking create's token lane)."""
+    if shown_language(request):
         return  # the page names the language it shows: its reader reads that one
     if user.language:
         translation.activate(user.language)
-        request._request.LANGUAGE_CODE = translation.get_language()
+        request.LANGUAGE_CODE = translation.get_language()  # type: ignore[attr-defined]
+
+
+def bearer_token(request: HttpRequest) -> ApiToken | None:
+    """The live personal token of a well-formed `Authorization: Bearer lgp_…` header, else None:
+    no such header, or one BearerTokenAuthentication refuses (it says why)."""
+    parts = request.META.get("HTTP_AUTHORIZATION", "").split()
+    if len(parts) != 2 or parts[0] != BearerTokenAuthentication.keyword:
+        return None
+    return token_authenticate(parts[1])  # None unless it starts with TOKEN_PREFIX
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):

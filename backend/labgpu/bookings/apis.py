@@ -1,21 +1,31 @@
+import functools
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from itertools import pairwise
+from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from labgpu.accounts.authentication import bearer_token, speak_language_of
 from labgpu.accounts.models import Membership, User
+from labgpu.api.exceptions import exception_handler
+from labgpu.api.fields import AwareDateTimeField
+from labgpu.api.parsers import BodyRefused, loads_bounded
 from labgpu.api.permissions import SITE_ADMIN
+from labgpu.api.throttling import PrincipalRateThrottle
 from labgpu.bookings import services
 from labgpu.bookings.blackouts import blackout_clashes, blackout_create
 from labgpu.bookings.filters import BookingFilter
@@ -635,3 +645,148 @@ class SeriesViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     def reject(self, request: Request, pk: str) -> Response:
         """Reject every pending occurrence at once (say why)."""
         return self._decide(request, approve=False)
+
+
+# The booking create's token lane: a script's `POST /api/v1/bookings/` (a `book` or `admin`
+# token, a plain JSON body) goes straight to services.booking_create — the same rules, the same
+# answer, bytes and headers — without DRF's request wrapping, content negotiation, parser and
+# serializer, which cost more CPU than the rules (docs/benchmarks.md, "Where a create's time
+# goes"). Anything else (a session, a refused token, a field in another form, an error the
+# serializer words) is answered by BookingViewSet as before; the lane never words an error of
+# its own about the request.
+_CREATE_SCOPES = {"book", "admin"}
+_LANE_MAX_BODY = 16 * 1024  # a booking is ~200 bytes; bigger bodies take DRF's path
+_MOMENT = AwareDateTimeField()
+_MAX_ID = 2**63 - 1
+_PURPOSE_MAX = BookingCreateSerializer._declared_fields["purpose"].max_length
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# What DRF's finalize_response adds to the collection's answers (held against it by a test).
+BOOKING_COLLECTION_ALLOW = "GET, POST, HEAD, OPTIONS"
+
+
+def _plain_id(value: object) -> bool:
+    return type(value) is int and 1 <= value <= _MAX_ID
+
+
+def plain_create_ask(body: object) -> dict[str, Any] | None:
+    """BookingCreateSerializer's validated_data for `body` when every field it sends is of the
+    plain kind a script sends (ints, strings, booleans, nulls); None when the serializer must
+    read it (a lab id to check, a number as a string, an error to word)."""
+    if not isinstance(body, dict):
+        return None
+    pool, end, purpose = body.get("pool"), body.get("end"), body.get("purpose", "")
+    if not _plain_id(pool) or not isinstance(end, str) or not isinstance(purpose, str):
+        return None
+    purpose = purpose.strip()  # CharField's trim_whitespace
+    if len(purpose) > _PURPOSE_MAX or "\x00" in purpose or _SURROGATE.search(purpose):
+        return None
+    jupyter = body.get("jupyter", False)
+    if type(jupyter) is not bool:
+        return None
+    ask: dict[str, Any] = {"pool": pool, "purpose": purpose, "jupyter": jupyter}
+    try:
+        if "start" in body:
+            start = body["start"]
+            if start is not None and not isinstance(start, str):
+                return None
+            ask["start"] = None if start is None else _MOMENT.to_internal_value(start)
+        ask["end"] = _MOMENT.to_internal_value(end)
+    except serializers.ValidationError:
+        return None
+    if "lab" in body:
+        if body["lab"] is not None:  # whether the caller may see it: the serializer's check
+            return None
+        ask["lab"] = None
+    if "cost_centre" in body:
+        centre = body["cost_centre"]
+        if centre is not None and not _plain_id(centre):
+            return None
+        ask["cost_centre"] = centre
+    return ask
+
+
+def _rendered(data: Any, status_code: int, headers: dict[str, str] | None = None) -> Response:
+    """A DRF Response rendered as BookingViewSet's finalize_response renders it."""
+    response = Response(data, status=status_code, headers=headers)
+    response.accepted_renderer = JSONRenderer()
+    response.accepted_media_type = "application/json"
+    response.renderer_context = {}
+    response["Allow"] = BOOKING_COLLECTION_ALLOW
+    return response.render()
+
+
+def booking_create_by_token(request: HttpRequest) -> HttpResponse | None:
+    """The token lane's answer to a create, or None to let BookingViewSet answer it."""
+    if request.content_type != "application/json":
+        return None
+    accept = request.META.get("HTTP_ACCEPT", "*/*")
+    if "*/*" not in accept and "application/json" not in accept:
+        return None  # content negotiation (a 406) is DRF's
+    length = request.META.get("CONTENT_LENGTH", "")
+    limit = min(_LANE_MAX_BODY, settings.DATA_UPLOAD_MAX_MEMORY_SIZE or _LANE_MAX_BODY)
+    if not length.isdigit() or int(length) > limit:
+        return None  # reading a body over Django's limit raises: DRF words that refusal
+    key = request.headers.get("Idempotency-Key", "").strip() or None
+    if key and len(key) > 255:
+        return None
+    token = bearer_token(request)
+    if token is None or not _CREATE_SCOPES & set(token.scopes):
+        return None
+    request.user = token.user
+    speak_language_of(request, token.user)  # before any message is worded
+    try:
+        body = loads_bounded(request.body.decode(request.encoding or settings.DEFAULT_CHARSET))
+    except (BodyRefused, UnicodeDecodeError, LookupError):
+        return None
+    data = plain_create_ask(body)
+    if data is None:
+        return None
+    # After the body is known good, as DRF throttles before reading it; a refused request is
+    # not counted, so BookingViewSet refuses it again with the 429 and its Retry-After.
+    throttle = PrincipalRateThrottle()
+    if throttle.rate is not None and not throttle.allow_key(
+        throttle.key_for_token(token.secret_hash)
+    ):
+        return None
+    try:
+        booking, created = services.booking_create(
+            user=token.user,
+            pool=data["pool"],
+            start=data.get("start"),
+            end=data["end"],
+            purpose=data["purpose"],
+            lab=None,
+            jupyter=data["jupyter"],
+            cost_centre=data.get("cost_centre"),
+            idempotency_key=key,
+            request_fingerprint=services.idempotency_fingerprint(data) if key else "",
+        )
+    except Exception as error:
+        refusal = exception_handler(error, {"request": request, "view": None})
+        if refusal is None:
+            raise
+        return _rendered(refusal.data, refusal.status_code, dict(refusal.items()))
+    headers = {"Location": f"/api/v1/bookings/{booking.pk}/"}
+    if not created:
+        headers["Idempotent-Replayed"] = "true"
+    return _rendered(
+        BookingSerializer(booking).data,
+        status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        headers,
+    )
+
+
+def booking_collection_view() -> Callable[..., HttpResponse]:
+    """/api/v1/bookings/: BookingViewSet's list and create, a token's plain create through the
+    lane above. Carries the viewset view's attributes, so the schema and CSRF handling see the
+    same view."""
+    viewset_view = BookingViewSet.as_view({"get": "list", "post": "create"})
+
+    def booking_collection(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method == "POST":
+            answer = booking_create_by_token(request)
+            if answer is not None:
+                return answer
+        return viewset_view(request, *args, **kwargs)
+
+    return functools.wraps(viewset_view)(booking_collection)

@@ -23,3 +23,7 @@ urlpatterns = [
     ),
     *router.urls,
 ]
+# /bookings/ answers a token's plain create without DRF's machinery (apis.booking_create_by_token).
+for _pattern in urlpatterns:
+    if getattr(_pattern, "name", None) == "booking-list":
+        _pattern.callback = apis.booking_collection_view()
