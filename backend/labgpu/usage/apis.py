@@ -48,8 +48,14 @@ class CSVRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):  # type: ignore[no-untyped-def]
         rows = data if isinstance(data, list) else [data]
         out = io.StringIO()
-        if rows:
-            columns = list(dict.fromkeys(key for row in rows for key in row))
+        # No rows still writes the header (the serializer's columns): an empty body would lose
+        # its Content-Type (DRF drops it), and a spreadsheet would not know the columns.
+        listed = getattr(data, "serializer", None)
+        child = getattr(listed, "child", None)
+        columns = list(dict.fromkeys(key for row in rows for key in row)) or (
+            list(child.fields) if child is not None else []
+        )
+        if columns:
             writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
             writer.writeheader()
             writer.writerows({key: csv_safe(value) for key, value in row.items()} for row in rows)

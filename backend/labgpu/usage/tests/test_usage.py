@@ -117,6 +117,17 @@ def test_usage_by_lab_and_user_with_csv_export(as_bob, as_carol, finished):
     assert with_provider.json()[0]["gpu_hours"] == "5.00"
 
 
+def test_an_empty_csv_export_is_still_csv_with_its_header(as_alice):
+    # Found by schemathesis: no rows rendered an empty body, which DRF sends without a
+    # Content-Type.
+    query = {"start": "2000-01-01T00:00:00Z", "end": "2000-01-02T00:00:00Z", "format": "csv"}
+    response = as_alice.get("/api/v1/usage/", query)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    header = response.content.decode().splitlines()
+    assert len(header) == 1 and "gpu_hours" in header[0].split(",")
+
+
 def test_usage_is_private_to_the_lab(as_mallory, finished):
     rows = as_mallory.get(
         "/api/v1/usage/", {"start": "2030-03-01T00:00:00Z", "end": "2030-04-01T00:00:00Z"}
