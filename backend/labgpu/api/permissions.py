@@ -28,15 +28,18 @@ class TokenScopePermission(permissions.BasePermission):
         token = request.auth
         if not isinstance(token, ApiToken):
             return True
-        scopes = set(token.scopes)
-        if "admin" in scopes:
-            return True
         required = getattr(view, "token_scope", None)
         if callable(required):
             required = required(request)
-        if request.method in permissions.SAFE_METHODS:
-            return bool(scopes & {"read", "book"}) or (required is not None and required in scopes)
-        return required is not None and required in scopes
+        if request.method in permissions.SAFE_METHODS and set(token.scopes) & {"read", "book"}:
+            return True
+        return token_may(token, required)
+
+
+def token_may(token: ApiToken, scope: str | None) -> bool:
+    """Whether `token` may do what needs `scope` (an `admin` token may do everything)."""
+    scopes = set(token.scopes)
+    return "admin" in scopes or (scope is not None and scope in scopes)
 
 
 class IsSiteAdmin(permissions.BasePermission):
