@@ -3,6 +3,7 @@ does: each request is sent twice on the same rows, once through the lane and onc
 switched off (DRF's create), and the two answers — status, body, headers, the rows written — must
 match. Requests the lane must leave to DRF are checked to reach DRF's serializer."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -198,3 +199,22 @@ def test_sessions_and_other_tokens_go_to_drf(alice, pool, quotas, window, monkey
     unknown.credentials(HTTP_AUTHORIZATION="Bearer lgp_not_a_token")
     assert unknown.post(URL, {"pool": pool.pk, **window}, format="json").status_code == 401
     assert calls.count == 1
+
+
+def test_hostile_bodies_get_drfs_refusals_and_write_nothing(alice, pool, quotas, window):
+    client = token_client(alice)
+    nested: object = "x"
+    for _ in range(40):
+        nested = [nested]
+    bodies = {
+        "too_deeply_nested": json.dumps({"pool": pool.pk, **window, "x": nested}),
+        "number_out_of_range": f'{{"pool": {pool.pk}, "end": "{window["end"]}", "purpose": NaN}}',
+        "parse_error": '{"pool": 1, "end": ',
+        # Over the lane's 16 KB: DRF reads it and refuses the purpose's length.
+        "max_length": json.dumps({"pool": pool.pk, **window, "purpose": "x" * 20_000}),
+    }
+    for code, body in bodies.items():
+        response = client.generic("POST", URL, body, content_type="application/json")
+        assert response.status_code == 400, (code, response.content)
+        assert response.json()["code"] == code
+    assert not Booking.objects.exists()
