@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from labgpu.accounts.models import Lab, Membership, User
 from labgpu.audit.services import audit_record
 from labgpu.bookings.models import Booking
-from labgpu.bookings.services import booking_cancel
+from labgpu.bookings.services import booking_cancel, pools_lock
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.sso import notifications
 from labgpu.sso.models import GroupMapping, SiteAdminGrant
@@ -155,6 +155,7 @@ def _remove(membership: Membership) -> list[int]:
         future = Booking.objects.filter(
             user=user, lab=lab, status__in=[Booking.Status.PENDING, Booking.Status.SCHEDULED]
         ).order_by("start")
+        pools_lock(booking.pool_id for booking in future)  # before booking_cancel takes each
         for booking in future:
             # The member cancels their own booking (booking_cancel's one rule for cancelling);
             # the reason names the sync, and the audit entry below ties the two together.

@@ -298,12 +298,20 @@ def _move(entry: WaitlistEntry, to_status: str, **fields: object) -> None:
 
 
 def _waiting_for(pool: NodePool, moment: datetime) -> list[int]:
-    """Ids of the entries waiting for `pool` (by pool or by its GPU model), in joining order."""
+    """Ids of the entries waiting for `pool` (by pool or by its GPU model), in joining order,
+    locked in that order before any is offered.
+
+    Two promotions of one GPU model in two pools each hold their own pool and book through the
+    same lab's quota row: were the entries locked one by one between bookings, one could hold the
+    quota row waiting for an entry the other holds while the other waits for the quota row (a
+    deadlock PostgreSQL breaks by failing one). Locked all at once, in id order, the second
+    promotion waits before it has booked anything."""
     model = pool.instance_type.gpu_model
     return list(
         WaitlistEntry.objects.filter(status=Status.WAITING, latest_end__gt=moment)
         .filter(Q(pool_id=pool.pk) | Q(pool__isnull=True, gpu_model__iexact=model))
         .order_by("id")
+        .select_for_update(of=("self",))
         .values_list("pk", flat=True)[:PROMOTE_BATCH]
     )
 
@@ -311,8 +319,8 @@ def _waiting_for(pool: NodePool, moment: datetime) -> list[int]:
 def waitlist_promote(*, pool_id: int) -> list[int]:
     """Offer what is free in the pool to its waiting entries, first come first served; returns
     the ids of the entries offered (or booked). Safe to run twice or in parallel: the pool row
-    lock serialises promotions of the pool with its bookings, the entry row lock a model entry's
-    promotions in two pools."""
+    lock serialises promotions of the pool with its bookings, the entry row locks (all taken
+    before the first offer) a model entry's promotions in two pools."""
     made: list[int] = []
     with transaction.atomic():
         pool = pool_lock(pool_id)

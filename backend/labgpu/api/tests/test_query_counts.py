@@ -95,10 +95,11 @@ def test_booking_extend(client, pool, quotas, tomorrow, django_assert_num_querie
 
 def test_booking_cancel(client, pool, quotas, tomorrow, django_assert_num_queries):
     booking = book(client, pool, tomorrow).json()
-    # token; visible labs; the booking and its nodes; the compare-and-swap UPDATE and its audit
+    # token; visible labs; the booking and its nodes; the pool's lock (a promotion walking the
+    # waitlist must not see the slot freed midway); the compare-and-swap UPDATE and its audit
     # entry; re-read of what it wrote; the waitlist's promotion in the outbox (labgpu.waitlist:
-    # published after commit); the cancel's audit entry = 9, + SAVEPOINT/RELEASE.
-    with django_assert_num_queries(11):
+    # published after commit); the cancel's audit entry = 10, + SAVEPOINT/RELEASE.
+    with django_assert_num_queries(12):
         response = client.post(f"/api/v1/bookings/{booking['id']}/cancel/", {}, format="json")
     assert response.status_code == 200, response.content
 

@@ -41,7 +41,7 @@ from labgpu.bookings.services.notebook import (
     notebook_access,
 )
 from labgpu.bookings.services.slots import PoolFull
-from labgpu.bookings.services.snapshot import Ask, pool_lock
+from labgpu.bookings.services.snapshot import Ask, pool_lock, pools_lock
 
 booking_lab_resolve = _resolve_lab
 
@@ -73,4 +73,5 @@ __all__ = [
     "idempotency_keys_purge",
     "notebook_access",
     "pool_lock",
+    "pools_lock",
 ]

@@ -309,9 +309,17 @@ def booking_offer_take(*, booking: Booking) -> Booking:
     return booking
 
 
+@transaction.atomic
 def booking_offer_release(*, booking: Booking, reason: str) -> bool:
     """An `offered` booking not taken (declined, lapsed, its entry left) lets its slot go;
-    returns whether this caller released it."""
+    returns whether this caller released it.
+
+    Under the pool's lock, as booking_cancel: a promotion holding it sees the slot either held
+    or free for its whole walk down the line, never freed midway (when an earlier entry would be
+    judged against it taken and a later one against it free). The callers hold the entry's lock
+    first; no promotion waits on that entry while holding this pool (an offered entry is not
+    listed as waiting), so the order cannot close a cycle."""
+    pool_lock(booking.pool_id)
     released = transition(
         Booking,
         pk=booking.pk,
@@ -482,6 +490,10 @@ def booking_cancel(*, actor: User, booking: Booking, reason: str = "") -> Bookin
     """Cancel before the start or end early; a site admin doing it for others force-ends."""
     if not booking_changeable_by(actor, booking):
         raise NotPermitted(_("You cannot cancel this booking."), code="not_your_booking")
+    # The pool first, then the booking's row (the transition), in the order create, extend, move
+    # and the waitlist's promotion take them: a promotion walking the line under this lock must
+    # not see the slot freed halfway through its walk, or a later entry takes it past an earlier.
+    pool_lock(booking.pool_id)
     moment = now()
     forced = actor.is_site_admin and booking.user_id != actor.pk
     if transition(

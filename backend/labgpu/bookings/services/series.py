@@ -49,7 +49,7 @@ from labgpu.bookings.services.changes import (
     capacity_freed,
 )
 from labgpu.bookings.services.decisions import _check_lab_admin, _check_not_own
-from labgpu.bookings.services.snapshot import Ask, SeriesWindow, pool_lock
+from labgpu.bookings.services.snapshot import Ask, SeriesWindow, pool_lock, pools_lock
 from labgpu.budgets.services import cost_centre_of_lab
 from labgpu.core.errors import ApplicationError, Conflict, NotPermitted
 from labgpu.core.timeutils import now
@@ -341,7 +341,9 @@ def series_cancel(
     _check_may_change(actor, series)
     changed = []
     with transaction.atomic():
-        for booking in _following(series, from_booking):
+        following = _following(series, from_booking)
+        pools_lock(booking.pool_id for booking in following)  # before booking_cancel takes each
+        for booking in following:
             if from_booking is None and booking.status not in MOVABLE:
                 continue  # cancelling "the series" leaves the one running alone
             if booking.status not in (*MOVABLE, Status.PROVISIONING, Status.READY):

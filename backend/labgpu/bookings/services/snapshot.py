@@ -14,6 +14,7 @@ A member with personal limits adds their membership lock and their bookings.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -207,6 +208,14 @@ def pool_lock(pool_id: int, *, lab_id: int | None = None) -> NodePool:
         code="does_not_exist",
         field="pool",
     )
+
+
+def pools_lock(pool_ids: Iterable[int]) -> None:
+    """Lock several pools, in id order: two transactions that each change bookings in several
+    pools (a series cancel, a member's removal) then never hold one each while waiting for the
+    other's."""
+    for pool_id in sorted(set(pool_ids)):
+        pool_lock(pool_id)
 
 
 def reserved_period(pool: NodePool, ask: Ask) -> Period:

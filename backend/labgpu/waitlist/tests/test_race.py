@@ -8,12 +8,13 @@ from datetime import timedelta
 from itertools import pairwise
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from labgpu.accounts.tests.factories import MembershipFactory, UserFactory
 from labgpu.bookings.models import Booking
 from labgpu.bookings.selectors import peak_usage
 from labgpu.bookings.services import booking_cancel, booking_create
+from labgpu.bookings.services.snapshot import pool_lock
 from labgpu.catalog.tests.factories import NodePoolFactory
 from labgpu.waitlist import services
 from labgpu.waitlist.models import WaitlistEntry
@@ -130,3 +131,107 @@ def test_parallel_frees_and_waiters_give_each_slot_one_offer_and_skip_nobody(
         ), (late.pk, [(e.pk, e.booking.pool_id) for e in offered])
     for pool in pools:
         assert_slots_held_once(pool)
+
+
+def _waits_for_pool_lock(pool, free) -> bool:
+    """Whether `free` (run in a thread of its own) waits for a transaction that holds the pool's
+    row lock, as a promotion does, by PostgreSQL's own record of its backend (pg_stat_activity);
+    a `free` that finishes while the lock is held did not wait: the defect."""
+    locked, release = threading.Event(), threading.Event()
+    backend: list[int] = []
+    outcome: dict[str, object] = {}
+
+    def hold_pool_lock() -> None:
+        try:
+            with transaction.atomic():
+                pool_lock(pool.pk)
+                locked.set()
+                release.wait(60)
+        finally:
+            connection.close()
+
+    def run_free() -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                backend.append(cursor.fetchone()[0])
+            outcome["result"] = free()
+        except BaseException as error:  # reported by the assertion below
+            outcome["error"] = error
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_pool_lock)
+    holder.start()
+    assert locked.wait(60), "the pool lock was never taken"
+    freeing = threading.Thread(target=run_free)
+    freeing.start()
+    waiting = False
+    for _ in range(1200):
+        freeing.join(0.05)
+        if not freeing.is_alive():
+            break  # finished while the pool was locked: it did not wait
+        if backend:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
+                    backend,
+                )
+                row = cursor.fetchone()
+            if row and row[0]:
+                waiting = True
+                break
+    release.set()
+    holder.join(60)
+    freeing.join(60)
+    assert "error" not in outcome, outcome
+    return waiting
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_frees_its_slot_under_the_pool_lock_a_promotion_holds(
+    instance_type, quotas, alice, tomorrow
+):
+    """A promotion holds the pool's lock while it walks the line: a slot freed meanwhile without
+    that lock is seen taken by an earlier entry and free by a later one, which skips the first."""
+    pool = NodePoolFactory(instance_type=instance_type, capacity=1, max_days_ahead=60)
+    booking, _ = booking_create(
+        user=alice, pool=pool, start=tomorrow, end=tomorrow + timedelta(hours=2)
+    )
+
+    def cancel():
+        return booking_cancel(actor=alice, booking=Booking.objects.get(pk=booking.pk))
+
+    assert _waits_for_pool_lock(pool, cancel), "booking_cancel freed the slot without the lock"
+    assert Booking.objects.get(pk=booking.pk).status == Booking.Status.CANCELLED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_released_offer_frees_its_slot_under_the_pool_lock(
+    instance_type, quotas, alice, vision_lab, tomorrow
+):
+    pool = NodePoolFactory(instance_type=instance_type, capacity=1, max_days_ahead=60)
+    held, _ = booking_create(
+        user=alice, pool=pool, start=tomorrow, end=tomorrow + timedelta(hours=2)
+    )
+    waiter = UserFactory(username="waiter")
+    MembershipFactory(user=waiter, lab=vision_lab)
+    entry = services.waitlist_join(
+        user=waiter,
+        earliest_start=tomorrow,
+        latest_end=tomorrow + timedelta(hours=2),
+        duration_minutes=120,
+        pool=pool,
+    )
+    booking_cancel(actor=alice, booking=held)
+    assert services.waitlist_promote(pool_id=pool.pk) == [entry.pk]
+    entry.refresh_from_db()
+    assert entry.status == WaitlistEntry.Status.OFFERED
+
+    def decline():
+        return services.waitlist_offer_decline(
+            actor=waiter, entry=WaitlistEntry.objects.get(pk=entry.pk)
+        )
+
+    assert _waits_for_pool_lock(pool, decline), "the declined offer freed its slot without the lock"
+    assert Booking.objects.get(pk=entry.booking_id).status == Booking.Status.EXPIRED
