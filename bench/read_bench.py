@@ -23,7 +23,7 @@ What it does (everything on loopback):
      pool-month, ~220 of them, as the peer's one-resource month of 155 is all of its bookings);
   5. prints p50/p95/p99 per endpoint, the rows and bytes each answer held, and the machine's load
      (the targets of issue 27 item 3 at 100,000 rows: compact ≤ 10 ms, busy and availability
-     ≤ 5 ms p50).
+     ≤ 5 ms p50); and GET /api/v1/me/, the floor every request pays (auth, throttle, middleware).
 
 With --ref REF the same run also goes against a git worktree of REF (its own database,
 `labgpu_read_bench_ref`) right after, and both are printed side by side.
@@ -58,6 +58,7 @@ ENDPOINTS = (
     "list_month_admin",
     "compact_admin",
     "availability",
+    "me",
 )
 
 
@@ -179,6 +180,9 @@ def measure(
             }
         ),
         "availability": f"/api/v1/pools/{pool_id}/availability/?{urlencode(window)}",
+        # The floor: an authenticated read that does next to nothing (the token with its user,
+        # the throttle, the middleware and gunicorn), what every endpoint above pays first.
+        "me": "/api/v1/me/",
     }
     month = {
         "pool": pool_id,
@@ -214,6 +218,8 @@ def measure(
                 rows[name] = len(data)
             elif name == "availability":
                 rows[name] = len(data["intervals"])
+            elif name == "me":
+                rows[name] = 1
             elif name.startswith("compact"):
                 rows[name] = len(data["bookings"])
             elif name == "list":  # a page of 50 of the month's `count`
