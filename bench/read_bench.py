@@ -23,7 +23,7 @@ What it does (everything on loopback):
      pool-month, ~220 of them, as the peer's one-resource month of 155 is all of its bookings);
   5. prints p50/p95/p99 per endpoint, the rows and bytes each answer held, and the machine's load
      (the targets of issue 27 item 3 at 100,000 rows: compact ≤ 10 ms, busy and availability
-     ≤ 5 ms p50); and GET /api/v1/me/, the floor every request pays (auth, throttle, middleware).
+     ≤ 5 ms p50); and GET /api/v1/me/, the read every SPA page starts with.
 
 With --ref REF the same run also goes against a git worktree of REF (its own database,
 `labgpu_read_bench_ref`) right after, and both are printed side by side.
@@ -180,8 +180,9 @@ def measure(
             }
         ),
         "availability": f"/api/v1/pools/{pool_id}/availability/?{urlencode(window)}",
-        # The floor: an authenticated read that does next to nothing (the token with its user,
-        # the throttle, the middleware and gunicorn), what every endpoint above pays first.
+        # The read every SPA page starts with (the signed-in person, their labs and roles): a
+        # small answer, so it shows what a request costs before its own rows (it is not the
+        # floor: on 2026-12-07 it measured more than the compact month's 29 rows).
         "me": "/api/v1/me/",
     }
     month = {
