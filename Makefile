@@ -149,10 +149,12 @@ dev: migrate ## Django on :8000 plus Vite with hot reload on :5173
 	$(MANAGE) runserver 127.0.0.1:$(PORT) & cd frontend && npm run dev
 
 .PHONY: lint
-lint: db ## ruff (rules and format), import contracts (docs/architecture.md), migrations and schema drift
+lint: db ## ruff (rules and format), import contracts (docs/architecture.md), the agent's mypy, migrations and schema drift
 	$(VENV)/bin/ruff check backend agent bench
 	$(VENV)/bin/ruff format --check backend agent bench
 	cd $(BACKEND) && $(CURDIR)/$(VENV)/bin/lint-imports
+	@# The agent reads a hostile node's tool output: strict typing (agent/pyproject.toml) holds it.
+	cd agent && $(CURDIR)/$(VENV)/bin/mypy
 	$(MANAGE) makemigrations --check --dry-run
 	$(MANAGE) spectacular --validate --fail-on-warn --file $(CURDIR)/var/openapi-check.yaml
 	diff -u backend/openapi.yaml $(CURDIR)/var/openapi-check.yaml || \

@@ -201,7 +201,9 @@ def parse_rvs_measurements(text: str) -> Facts:
     powers: dict[tuple[str, int], list[float]] = {}
     passed: dict[tuple[str, int], bool] = {}
 
-    def add(test: str, gpu_id: int | None, metric: str, value: float, unit: str, **extra: Any):
+    def add(
+        test: str, gpu_id: int | None, metric: str, value: float, unit: str, **extra: Any
+    ) -> None:
         place = places.get(gpu_id) if gpu_id is not None else None
         bdf = extra.pop("bdf", None)
         facts.measurements.append(
