@@ -197,7 +197,9 @@ def test_growing_bills_the_old_size_until_the_provider_accepted_and_the_new_size
     assert new[0].started_at == old[-1].ended_at and new[-1].ended_at == later
     assert all(a.ended_at == b.started_at for a, b in itertools.pairwise(rows))
     hours = Decimal((later - new[0].started_at).total_seconds()) / 3600
-    assert sum(r.gb_months for r in new) == pytest.approx(Decimal(250) * hours / 730, abs=1e-5)
+    assert sum(r.gb_months for r in new) == pytest.approx(
+        Decimal(250) * hours / 730, abs=Decimal("0.00001")
+    )
     assert Volume.objects.get(pk=volume.pk).size_gb == 250
     assert AuditEvent.objects.filter(action="volume.resized").count() == 1
 
