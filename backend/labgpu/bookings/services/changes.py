@@ -283,7 +283,11 @@ def _start_if_due(booking: Booking) -> None:
 def capacity_freed(pool_id: int) -> None:
     """A live booking of the pool let its slot go (or will at this commit): its waitlist is
     offered what freed, once the transaction commits (the outbox keeps the request through a
-    broker outage; the waitlist's sweep is the backstop)."""
+    broker outage; the waitlist's sweep is the backstop).
+
+    The freeing transaction holds the pool's lock, taken before the booking's row (pool_lock,
+    as create takes them): a promotion walking the line under that lock must not see a slot
+    freed midway, or a later entry takes it past an earlier one."""
     enqueue_on_commit(WAITLIST_PROMOTE_TASK, pool_id)
 
 

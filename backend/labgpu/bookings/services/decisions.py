@@ -102,6 +102,7 @@ def booking_reject(*, actor: User, booking: Booking, reason: str) -> Booking:
         raise ApplicationError(_("Say why you reject it."), code="reason_required", field="reason")
     if _is_extension_request(booking):
         return _extension_decide(actor=actor, booking=booking, approve=False, reason=reason)
+    pool_lock(booking.pool_id)  # before the booking's row: its slot is freed (capacity_freed)
     booking = _decide(actor=actor, booking=booking, to_status=Status.REJECTED, reason=reason)
     capacity_freed(booking.pool_id)
     audit_record(
@@ -156,8 +157,13 @@ def _extension_decide(*, actor: User, booking: Booking, approve: bool, reason: s
     return booking
 
 
+@transaction.atomic
 def booking_expire(*, booking_id: int) -> bool:
     """Expire a pending booking nobody decided before its provisioning had to begin."""
+    pool_id = Booking.objects.filter(pk=booking_id).values_list("pool_id", flat=True).first()
+    if pool_id is None:
+        return False
+    pool_lock(pool_id)  # before the booking's row: its slot is freed (capacity_freed)
     won = transition(
         Booking, pk=booking_id, from_statuses=[Status.PENDING], to_status=Status.EXPIRED
     )

@@ -447,6 +447,7 @@ def series_decide(
     elif not reason.strip():
         raise ApplicationError(_("Say why you reject it."), code="reason_required", field="reason")
     moment = now()
+    pool_lock(series.pool_id)  # before the occurrences' rows: a rejection frees their slots
     pending = list(
         Booking.objects.select_for_update(of=("self",))
         .filter(series=series, status=Status.PENDING)

@@ -23,7 +23,7 @@ from django.db.models import F, Q
 from labgpu.audit.services import audit_record
 from labgpu.bookings import notifications
 from labgpu.bookings.models import Booking
-from labgpu.bookings.services import capacity_freed
+from labgpu.bookings.services import capacity_freed, pool_lock
 from labgpu.catalog.models import ProviderAccount
 from labgpu.core.crashpoints import crash_point
 from labgpu.core.reasons import reason as stored_reason
@@ -637,6 +637,8 @@ def node_fail(
 
 
 def _replace_or_fail_booking(*, node: Node, reason: str, replace: bool = True) -> None:
+    # The pool before the booking's row, as capacity_freed asks: failing frees the slot.
+    pool_lock(node.booking.pool_id)
     booking = Booking.objects.select_for_update().get(pk=node.booking_id)
     if booking.status not in (BookingStatus.PROVISIONING, BookingStatus.READY):
         return  # ending or over: nothing to replace
@@ -673,6 +675,10 @@ def _replace_or_fail_booking(*, node: Node, reason: str, replace: bool = True) -
 def booking_complete_if_done(*, booking_id: int) -> None:
     """An ending booking completes once none of its nodes exists any more; usage is then final."""
     with transaction.atomic():
+        # The pool before the booking's row, as capacity_freed asks: completing an early end
+        # frees the rest of its time.
+        pool_id = Booking.objects.values_list("pool_id", flat=True).get(pk=booking_id)
+        pool_lock(pool_id)
         booking = Booking.objects.select_for_update().get(pk=booking_id)
         if booking.nodes.exclude(status=NodeStatus.DESTROYED).exists():
             return

@@ -13,9 +13,13 @@ from django.db import connection, transaction
 from labgpu.accounts.tests.factories import MembershipFactory, UserFactory
 from labgpu.bookings.models import Booking
 from labgpu.bookings.selectors import peak_usage
-from labgpu.bookings.services import booking_cancel, booking_create
+from labgpu.bookings.services import booking_cancel, booking_create, booking_expire, booking_reject
 from labgpu.bookings.services.snapshot import pool_lock
 from labgpu.catalog.tests.factories import NodePoolFactory
+from labgpu.core.timeutils import now
+from labgpu.provisioning.models import Node
+from labgpu.provisioning.services.nodes import booking_complete_if_done, node_fail
+from labgpu.provisioning.tests.factories import NodeFactory
 from labgpu.waitlist import services
 from labgpu.waitlist.models import WaitlistEntry
 
@@ -235,3 +239,69 @@ def test_a_released_offer_frees_its_slot_under_the_pool_lock(
 
     assert _waits_for_pool_lock(pool, decline), "the declined offer freed its slot without the lock"
     assert Booking.objects.get(pk=entry.booking_id).status == Booking.Status.EXPIRED
+
+
+@pytest.fixture
+def one_slot(instance_type, quotas, alice, tomorrow):
+    """alice's booking filling a one-node pool tomorrow, 2 hours."""
+    pool = NodePoolFactory(instance_type=instance_type, capacity=1, max_days_ahead=60)
+    booking, _ = booking_create(
+        user=alice, pool=pool, start=tomorrow, end=tomorrow + timedelta(hours=2)
+    )
+    return pool, booking
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rejection_frees_its_slot_under_the_pool_lock(one_slot, bob):
+    pool, booking = one_slot
+    Booking.objects.filter(pk=booking.pk).update(status=Booking.Status.PENDING)
+
+    def reject():
+        return booking_reject(
+            actor=bob, booking=Booking.objects.get(pk=booking.pk), reason="not this week"
+        )
+
+    assert _waits_for_pool_lock(pool, reject), "the rejection freed the slot without the lock"
+    assert Booking.objects.get(pk=booking.pk).status == Booking.Status.REJECTED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_expiry_frees_its_slot_under_the_pool_lock(one_slot):
+    pool, booking = one_slot
+    Booking.objects.filter(pk=booking.pk).update(status=Booking.Status.PENDING)
+
+    def expire():
+        return booking_expire(booking_id=booking.pk)
+
+    assert _waits_for_pool_lock(pool, expire), "the expiry freed the slot without the lock"
+    assert Booking.objects.get(pk=booking.pk).status == Booking.Status.EXPIRED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_node_frees_its_bookings_slot_under_the_pool_lock(one_slot):
+    pool, booking = one_slot
+    Booking.objects.filter(pk=booking.pk).update(status=Booking.Status.READY)
+    node = NodeFactory(booking=booking, status=Node.Status.READY)
+
+    def fail():
+        return node_fail(node_id=node.pk, reason="gpu lost", replace=False)
+
+    assert _waits_for_pool_lock(pool, fail), "the failure freed the slot without the lock"
+    assert Booking.objects.get(pk=booking.pk).status == Booking.Status.FAILED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_early_ends_completion_frees_the_rest_under_the_pool_lock(one_slot):
+    # Before the explicit lock this already waited, by accident: updating the booking's row a
+    # second time in one transaction makes PostgreSQL check its pool foreign key at COMMIT
+    # (FOR KEY SHARE on the pool row), after the slot was freed but before anyone could see it.
+    pool, booking = one_slot
+    # What an early end leaves once its node is gone: an ending booking, ended now.
+    Booking.objects.filter(pk=booking.pk).update(status=Booking.Status.ENDING, ended_at=now())
+    NodeFactory(booking=booking, status=Node.Status.DESTROYED)
+
+    def complete():
+        return booking_complete_if_done(booking_id=booking.pk)
+
+    assert _waits_for_pool_lock(pool, complete), "the completion freed the slot without the lock"
+    assert Booking.objects.get(pk=booking.pk).status == Booking.Status.COMPLETED
