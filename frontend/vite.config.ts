@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, URL } from 'node:url'
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
@@ -17,22 +17,53 @@ const backend = process.env.LABGPU_BACKEND_URL ?? 'http://127.0.0.1:8000'
  */
 function precompress(): Plugin {
   let outDir = ''
+  let publicDir = ''
   return {
     name: 'labgpu-precompress',
     apply: 'build',
     configResolved(config) {
       outDir = config.build.outDir.startsWith('/') ? config.build.outDir : join(config.root, config.build.outDir)
+      publicDir = config.publicDir
     },
     writeBundle(_options, bundle) {
-      for (const [name, chunk] of Object.entries(bundle)) {
+      // The bundle's assets, and the files of public/ (copied as they are: intl-warmup.js).
+      const files: [string, Buffer][] = Object.entries(bundle).map(([name, chunk]) => [
+        name,
+        Buffer.from(chunk.type === 'chunk' ? chunk.code : chunk.source),
+      ])
+      if (publicDir && existsSync(publicDir)) {
+        for (const name of readdirSync(publicDir)) files.push([name, readFileSync(join(publicDir, name))])
+      }
+      for (const [name, body] of files) {
         if (!/\.(js|css|svg|json|txt)$/.test(name)) continue
-        const body = Buffer.from(chunk.type === 'chunk' ? chunk.code : chunk.source)
         if (body.length < 1024) continue
         const br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } })
         const gz = gzipSync(body, { level: 9 })
         if (br.length < body.length) writeFileSync(join(outDir, `${name}.br`), br)
         if (gz.length < body.length) writeFileSync(join(outDir, `${name}.gz`), gz)
       }
+    },
+  }
+}
+
+/**
+ * The precompiled messages (see VueI18nPlugin below) as `JSON.parse('…')` instead of a 70 KB object
+ * literal: V8 scans a string and parses JSON several times faster than it compiles and runs the
+ * same data as JavaScript, and the English messages are parsed on every page load before the app
+ * runs (docs/benchmarks.md, SPA: compiling the chunk that holds them took ≈40 ms at 4× CPU
+ * slowdown). Fails the build if the i18n plugin's output stops being plain data.
+ */
+function messagesAsJson(): Plugin {
+  return {
+    name: 'labgpu-messages-as-json',
+    apply: 'build',
+    enforce: 'post',
+    transform(code, id) {
+      if (!/\/src\/i18n\/[^/]+\.json$/.test(id)) return null
+      const literal = /^const resource = ([\s\S]*)\nexport default resource\s*$/.exec(code)?.[1]
+      if (literal === undefined) throw new Error(`${id}: unexpected output of the i18n plugin`)
+      const data: unknown = JSON.parse(literal)
+      return { code: `export default JSON.parse(${JSON.stringify(JSON.stringify(data))})`, map: null }
     },
   }
 }
@@ -55,6 +86,7 @@ export default defineConfig({
             dropMessageCompiler: true,
           }),
         ]),
+    ...(process.env.VITEST ? [] : [messagesAsJson()]),
     precompress(),
   ],
   // vue-i18n's bundler build reads these flags; the Composition API alone keeps it small.
@@ -87,11 +119,13 @@ export default defineConfig({
           includeDependenciesRecursively: false,
           groups: [
             {
-              // What the dashboard (the first page of most visits) shares with other pages, as one
-              // chunk: it was ten chunks of 0.2–3 KB, ten requests queueing for the browser's six
-              // connections beside the page's API reads. Small modules only: nothing large moves.
+              // The dashboard (the first page of most visits) and what it shares with other pages,
+              // as one chunk: it was ten chunks of 0.2–3 KB, ten requests queueing for the browser's
+              // six connections beside the page's API reads, then still five (the view, the budget
+              // bar and its API module, two style sheets) that the first page load fetched and
+              // preloaded one by one. Small modules only: nothing large moves.
               name: 'dashboard-shared',
-              test: /\/src\/(components\/bookings\/(BookingTable|BookingStatusBadge)|components\/quotas\/QuotaBar|composables\/(useFormat|useApiError|usePolling)|utils\/booking|api\/types)\b/,
+              test: /\/src\/(views\/DashboardView|components\/bookings\/(BookingTable|BookingStatusBadge)|components\/(quotas\/QuotaBar|budgets\/BudgetBar)|composables\/(useFormat|useApiError|usePolling)|utils\/booking|api\/(types|budgets))\b/,
             },
           ],
         },

@@ -14,8 +14,8 @@ const kb = (n) => `${(n / 1024).toFixed(1).padStart(8)} KB`
 let total = 0
 for (const file of files) {
   const path = join(dist, file)
-  // The precompress step leaves files under 1 KB as they are (public/intl-warmup.js): they cross
-  // the wire uncompressed, so they count at their own size.
+  // The precompress step leaves files under 1 KB as they are: they cross the wire uncompressed, so
+  // they count at their own size.
   const small = statSync(path).size < 1024
   if (!small && !existsSync(`${path}.br`)) throw new Error(`${file}.br is missing: the build's precompress step did not run`)
   const br = small ? statSync(path).size : readFileSync(`${path}.br`).length

@@ -5,9 +5,12 @@ import App from './App.vue'
 import { onUnauthenticated } from './api/client'
 import { saveDrafts } from './composables/useDraft'
 import { detectLocale, i18n, setLocale } from './i18n'
-import { router } from './router'
+import { prefetchFirstPage, router } from './router'
 import { useSessionStore } from './stores/session'
 import './assets/main.css'
+
+// Before anything else runs: the first page's code and reads travel while the app sets up and mounts.
+prefetchFirstPage()
 
 const app = createApp(App)
 const pinia = createPinia()

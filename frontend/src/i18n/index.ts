@@ -1,3 +1,4 @@
+import { markRaw } from 'vue'
 import { createI18n } from 'vue-i18n'
 
 import en from './en.json'
@@ -48,11 +49,17 @@ export const PLURAL_RULES = { 'zh-CN': () => 0 }
 // English (also the fallback) ships in the entry script; Chinese is a chunk of its own, fetched when
 // chosen. The build precompiles both (vite.config.ts): no message is parsed in the browser, and the
 // message compiler is not shipped.
+//
+// A language's messages are swapped whole, never edited in place, so vue-i18n needs to watch only
+// which languages it holds, not every message inside: marked raw, a lookup walks plain objects
+// instead of Vue's reactive proxies (each `t()` read every level of its key and of the message
+// through a proxy that recorded a dependency; the dashboard's first load spent ≈76 ms in `t()` at
+// 4× CPU slowdown, ≈56 ms after this; docs/benchmarks.md).
 export const i18n = createI18n<[MessageSchema], AppLocale, false>({
   legacy: false,
   locale: 'en',
   fallbackLocale: 'en',
-  messages: { en } as Record<AppLocale, MessageSchema>,
+  messages: { en: markRaw(en) } as Record<AppLocale, MessageSchema>,
   pluralRules: PLURAL_RULES,
 })
 
@@ -66,7 +73,7 @@ let latest = 0
 /** Fetches the messages of `locale` once. */
 export async function loadLocale(locale: AppLocale): Promise<void> {
   if (loaded.has(locale)) return
-  i18n.global.setLocaleMessage(locale, (await loaders[locale]()).default)
+  i18n.global.setLocaleMessage(locale, markRaw((await loaders[locale]()).default))
   loaded.add(locale)
 }
 
