@@ -131,7 +131,9 @@ export function monthOf(date: Date, timeZone: string): string {
  * whatever month the user's own clock shows.
  */
 export function quotaMonthOf(date: Date = new Date()): string {
-  return monthOf(date, 'UTC')
+  // The ISO string is UTC already: no time-zone formatter, so the dashboard's first read (its
+  // quotas, asked as soon as the session arrives) does not wait for the browser's ICU data.
+  return date.toISOString().slice(0, 7)
 }
 
 /** The API names a month by its first day (`YYYY-MM-01`). */

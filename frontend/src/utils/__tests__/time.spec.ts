@@ -7,6 +7,7 @@ import {
   monthOf,
   monthParam,
   offsetString,
+  quotaMonthOf,
   toCalendarString,
   toWallString,
   wallToLocalDate,
@@ -57,6 +58,14 @@ describe('time zones (I-7: the SPA shows the user’s zone)', () => {
     expect(monthOf(new Date('2026-11-30T23:30:00Z'), 'Asia/Shanghai')).toBe('2026-12')
     expect(monthOf(new Date('2026-11-30T23:30:00Z'), 'UTC')).toBe('2026-11')
     expect(monthParam('2026-12')).toBe('2026-12-01')
+  })
+
+  it('counts quota months in UTC, whatever the clock of the user says', () => {
+    expect(quotaMonthOf(new Date('2026-11-30T23:30:00Z'))).toBe('2026-11')
+    expect(quotaMonthOf(new Date('2026-12-01T00:00:00Z'))).toBe('2026-12')
+    // 1 December 07:30 in Shanghai is still November's quota; 31 December 20:00 in Toronto is January's.
+    expect(quotaMonthOf(new Date('2026-12-01T07:30:00+08:00'))).toBe('2026-11')
+    expect(quotaMonthOf(new Date('2026-12-31T20:00:00-05:00'))).toBe('2027-01')
   })
 
   it('hands the calendar widget browser-local dates that spell the wall time', () => {
