@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class WaitlistConfig(AppConfig):
     name = "labgpu.waitlist"
     label = "waitlist"
+
+    def ready(self) -> None:
+        from labgpu.bookings.signals import capacity_freed
+        from labgpu.waitlist.services import promote_where_freed
+
+        capacity_freed.connect(promote_where_freed, dispatch_uid="waitlist.promote_where_freed")

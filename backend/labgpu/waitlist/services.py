@@ -28,7 +28,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
@@ -342,6 +342,19 @@ def waitlist_promote(*, pool_id: int) -> list[int]:
             made.append(entry.pk)
             transaction.on_commit(lambda entry=entry: notifications.waitlist_offered(entry))
     return made
+
+
+def promote_where_freed(sender: object, *, pool_id: int, **kwargs: object) -> None:
+    """bookings.signals.capacity_freed's receiver: promote the pool's waitlist in the transaction
+    that freed the slot, before its commit lets a direct booking take the time. A promotion that
+    fails is rolled back to its savepoint (waitlist_promote's atomic block) and leaves the freeing
+    as it is; the task enqueued beside the signal (or the sweep) promotes later."""
+    if not WaitlistEntry.objects.filter(status=Status.WAITING).exists():
+        return  # nobody waits anywhere (the usual case): one statement, no savepoint
+    try:
+        waitlist_promote(pool_id=pool_id)
+    except DatabaseError:
+        logger.exception("waitlist promotion of pool %s failed; the task will retry it", pool_id)
 
 
 def _offer(entry: WaitlistEntry, pool_id: int, moment: datetime) -> Booking | None:

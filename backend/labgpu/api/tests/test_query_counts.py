@@ -98,8 +98,9 @@ def test_booking_cancel(client, pool, quotas, tomorrow, django_assert_num_querie
     # token; visible labs; the booking and its nodes; the pool's lock (a promotion walking the
     # waitlist must not see the slot freed midway); the compare-and-swap UPDATE and its audit
     # entry; re-read of what it wrote; the waitlist's promotion in the outbox (labgpu.waitlist:
-    # published after commit); the cancel's audit entry = 10, + SAVEPOINT/RELEASE.
-    with django_assert_num_queries(12):
+    # published after commit, the backstop) and whether anyone waits (labgpu.waitlist promotes in
+    # this transaction when someone does); the cancel's audit entry = 11, + SAVEPOINT/RELEASE.
+    with django_assert_num_queries(13):
         response = client.post(f"/api/v1/bookings/{booking['id']}/cancel/", {}, format="json")
     assert response.status_code == 200, response.content
 

@@ -14,7 +14,7 @@ from labgpu.accounts.models import Lab, Membership, User
 from labgpu.accounts.selectors import is_lab_admin
 from labgpu.audit.models import AuditEvent
 from labgpu.audit.services import audit_entry, audit_record
-from labgpu.bookings import notifications
+from labgpu.bookings import notifications, signals
 from labgpu.bookings.models import Booking, BookingSeries, IdempotencyKey
 from labgpu.bookings.selectors import booking_changeable_by
 from labgpu.bookings.services.idempotency import idempotent_replay
@@ -287,8 +287,13 @@ def capacity_freed(pool_id: int) -> None:
 
     The freeing transaction holds the pool's lock, taken before the booking's row (pool_lock,
     as create takes them): a promotion walking the line under that lock must not see a slot
-    freed midway, or a later entry takes it past an earlier one."""
+    freed midway, or a later entry takes it past an earlier one.
+
+    The waitlist promotes at once, in this transaction (bookings.signals.capacity_freed): the
+    freed time is offered before anyone else can see it free. The task stays as the backstop for
+    a promotion that failed here (it finds nothing left to do otherwise)."""
     enqueue_on_commit(WAITLIST_PROMOTE_TASK, pool_id)
+    signals.capacity_freed.send(sender=Booking, pool_id=pool_id)
 
 
 def booking_offer_take(*, booking: Booking) -> Booking:

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.db import DatabaseError
 
 from labgpu.accounts.tests.factories import MembershipFactory, UserFactory
 from labgpu.bookings.models import Booking, Notification
@@ -68,6 +69,10 @@ def promotions_run() -> int:
     return ran
 
 
+def _promotion_fails(*, pool_id):
+    raise DatabaseError("lost the connection mid-promotion")
+
+
 def test_a_full_window_takes_waiters_and_offers_nothing_while_full(full_pool, bob, tomorrow):
     pool, _ = full_pool
     entry = join(bob, pool, tomorrow)
@@ -102,6 +107,48 @@ def test_cancel_offers_the_slot_to_the_first_in_line_and_holds_it(
     assert refused.value.code == "pool_full"
 
 
+def test_a_freed_slot_is_offered_before_anyone_can_book_it_directly(
+    full_pool, alice, bob, vision_lab, tomorrow
+):
+    """Between the cancel's commit and the promotion task, a direct booking used to take the
+    freed time ahead of the line; the offer is now made in the cancel's own transaction."""
+    pool, booking = full_pool
+    entry = join(bob, pool, tomorrow)
+    promotions_run()
+    booking_cancel(actor=alice, booking=booking)  # committed; no promotion task has run
+    with pytest.raises(Conflict) as refused:
+        booking_create(
+            user=member(vision_lab, "dave"),
+            pool=pool,
+            start=tomorrow,
+            end=tomorrow + timedelta(hours=2),
+        )
+    assert refused.value.code == "pool_full"
+    entry.refresh_from_db()
+    assert entry.status == Status.OFFERED
+    assert Booking.objects.get(pk=entry.booking_id).user == bob
+    assert promotions_run() == 1  # the task, the backstop, finds nothing more to offer
+    assert WaitlistEntry.objects.filter(status=Status.OFFERED).count() == 1
+
+
+def test_a_failing_promotion_leaves_the_cancel_and_the_task_promotes_later(
+    full_pool, alice, bob, tomorrow, monkeypatch
+):
+    pool, booking = full_pool
+    entry = join(bob, pool, tomorrow)
+    promotions_run()
+    real = services.waitlist_promote
+    monkeypatch.setattr(services, "waitlist_promote", _promotion_fails)
+    booking_cancel(actor=alice, booking=booking)
+    assert Booking.objects.get(pk=booking.pk).status == Booking.Status.CANCELLED
+    entry.refresh_from_db()
+    assert entry.status == Status.WAITING
+    monkeypatch.setattr(services, "waitlist_promote", real)
+    assert promotions_run() == 1
+    entry.refresh_from_db()
+    assert entry.status == Status.OFFERED
+
+
 def test_an_offer_not_taken_lapses_to_the_next_entry(full_pool, alice, bob, vision_lab, tomorrow):
     pool, booking = full_pool
     first = join(bob, pool, tomorrow)
@@ -122,17 +169,20 @@ def test_an_offer_not_taken_lapses_to_the_next_entry(full_pool, alice, bob, visi
 
 
 def test_the_sweep_lapses_due_offers_and_offers_the_next(
-    full_pool, alice, bob, vision_lab, tomorrow
+    full_pool, alice, bob, vision_lab, tomorrow, monkeypatch
 ):
     pool, booking = full_pool
     first = join(bob, pool, tomorrow)
     second = join(member(vision_lab, "dave"), pool, tomorrow)
-    booking_cancel(actor=alice, booking=booking)
-    OutboxMessage.objects.all().delete()  # the promotion task was lost
+    with monkeypatch.context() as patched:
+        patched.setattr(services, "waitlist_promote", _promotion_fails)  # in the cancel's own
+        booking_cancel(actor=alice, booking=booking)  # transaction, the promotion failed
+    OutboxMessage.objects.all().delete()  # and the promotion task was lost
     assert services.waitlist_sweep()["promoted"] == 1
     WaitlistEntry.objects.filter(pk=first.pk).update(offer_expires_at=now() - timedelta(seconds=1))
     result = services.waitlist_sweep()
-    assert result["lapsed"] == 1 and result["promoted"] == 1
+    # The lapse released the slot, and its own transaction offered it to the next in line.
+    assert result["lapsed"] == 1 and result["promoted"] == 0
     second.refresh_from_db()
     assert second.status == Status.OFFERED
 
@@ -420,10 +470,9 @@ def test_the_offer_is_told_in_the_app_by_mail_and_chat_in_the_recipients_languag
         timezone="Asia/Shanghai",
     )
     entry = join(wei, pool, tomorrow)
-    booking_cancel(actor=alice, booking=booking)
     mail.outbox.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        promotions_run()
+        booking_cancel(actor=alice, booking=booking)  # offers in its own transaction
     entry.refresh_from_db()
     (note,) = Notification.objects.filter(user=wei)
     assert note.booking_id == entry.booking_id
