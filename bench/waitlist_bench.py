@@ -12,8 +12,9 @@ one Celery worker (threads × 4) with the embedded beat. Then, --rounds times, e
 hour: the holder books the pool's one node, the waiter joins that window's waitlist (through the
 services, as the API does), the outbox drains (the join's own promotion ran and found the pool
 full); then the holder cancels over HTTP and the bench waits for the waiter's entry to be
-offered. The latency of a round is the entry's `offered_at` (written by the worker, in the
-database) minus the moment the cancel request was sent; the waiter then takes the offer.
+offered. The latency of a round is the entry's `offered_at` (in the database; since dfa6e16 written
+in the cancel's own transaction, before that by the worker's promotion task) minus the moment the
+cancel request was sent; the waiter then takes the offer.
 
 Prints p50/p90/p99/max, and checks in the database that every round ended with the waiter's
 booking `scheduled` in the freed slot and no two live bookings overlapping in the pool.
