@@ -5,10 +5,38 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from django.db import connection
+
+
+def waits_on_a_lock(backend: list[int], finished: Callable[[float], bool]) -> bool:
+    """Whether the database backend whose pid `backend` holds (once its thread has written it)
+    waits on a lock, by PostgreSQL's own record (pg_stat_activity), before `finished(step)` says
+    its work is over; `finished` waits up to `step` seconds itself. Polled for up to a minute, so
+    a hang fails a test rather than blocks it; a wait is seen within a poll (50 ms)."""
+    for _ in range(1200):
+        if finished(0.05):
+            return False  # done without waiting
+        if backend:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
+                    [backend[0]],
+                )
+                row = cursor.fetchone()
+            if row and row[0]:
+                return True
+    return False
+
+
+def backend_pid() -> int:
+    """This thread's database backend (its pid, as pg_stat_activity names it)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
 
 
 def database_url(*, database: str | None = None) -> str:

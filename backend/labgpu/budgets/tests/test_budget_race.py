@@ -20,6 +20,7 @@ from labgpu.budgets import services
 from labgpu.budgets.models import Budget
 from labgpu.catalog.tests.factories import InstanceTypeFactory, NodePoolFactory
 from labgpu.core.errors import ApplicationError
+from labgpu.core.testing import backend_pid, waits_on_a_lock
 from labgpu.quotas.tests.factories import QuotaFactory
 
 STREAMS = 8
@@ -115,9 +116,7 @@ def test_I11_a_booking_waits_for_the_budget_another_is_spending(
     def book(name: str, pool) -> None:  # type: ignore[no-untyped-def]
         try:
             if name == "B":
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_backend_pid()")
-                    b_backend.append(cursor.fetchone()[0])
+                b_backend.append(backend_pid())
             booking, _ = booking_create(
                 user=bob,
                 lab=vision_lab,
@@ -136,22 +135,8 @@ def test_I11_a_booking_waits_for_the_budget_another_is_spending(
     assert a_passed.wait(60), "booking A never reached the budget rule"
     thread_b = threading.Thread(target=book, args=("B", pools[1]), name="B")
     thread_b.start()
-    # Until B either passes the rule (no lock: the defect) or waits on a row lock (PostgreSQL's
-    # own record of it), bounded so a hang fails rather than blocks.
-    waiting = False
-    for _ in range(1200):
-        if b_passed.wait(0.05):
-            break
-        if b_backend:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
-                    [b_backend[0]],
-                )
-                row = cursor.fetchone()
-            if row and row[0]:
-                waiting = True
-                break
+    # Until B either passes the rule (no lock: the defect) or waits on a row lock.
+    waiting = waits_on_a_lock(b_backend, b_passed.wait)
     release.set()
     thread_a.join(60)
     thread_b.join(60)
@@ -227,9 +212,7 @@ def test_I11_a_booking_racing_the_labs_first_budget_waits_for_it(
 
     def book() -> None:
         try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_backend_pid()")
-                booking_backend.append(cursor.fetchone()[0])
+            booking_backend.append(backend_pid())
             booking, _ = booking_create(
                 user=bob,
                 lab=stale,
@@ -248,21 +231,7 @@ def test_I11_a_booking_racing_the_labs_first_budget_waits_for_it(
     assert held.wait(60), "budget_create never reached its audit record"
     booking_thread = threading.Thread(target=book)
     booking_thread.start()
-    waiting = False
-    for _ in range(1200):
-        booking_thread.join(0.05)
-        if not booking_thread.is_alive():
-            break  # finished without waiting: the defect
-        if booking_backend:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
-                    [booking_backend[0]],
-                )
-                row = cursor.fetchone()
-            if row and row[0]:
-                waiting = True
-                break
+    waiting = waits_on_a_lock(booking_backend, lambda step: not _alive(booking_thread, step))
     release.set()
     budget_thread.join(60)
     booking_thread.join(60)
@@ -271,3 +240,8 @@ def test_I11_a_booking_racing_the_labs_first_budget_waits_for_it(
     assert waiting, f"the booking did not wait for the lab's budget: {outcome}"
     assert outcome["booking"] == "budget_exceeded", outcome
     assert not Booking.objects.filter(lab=vision_lab, status__in=Booking.LIVE_STATUSES).exists()
+
+
+def _alive(thread: threading.Thread, step: float) -> bool:
+    thread.join(step)
+    return thread.is_alive()

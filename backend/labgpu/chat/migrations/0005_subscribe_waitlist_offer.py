@@ -6,6 +6,8 @@ booking news (node ready, or a booking approved or rejected) to it, as a new cha
 
 from django.db import migrations
 
+from labgpu.chat.migrations._subscribe import subscribe_where_comparable
+
 NEW = "waitlist_offer"
 # Channels subscribed to any of these get NEW: an offer, or a booking made from the waitlist, is
 # news of the booker's own booking.
@@ -26,16 +28,7 @@ ORDER = (
 
 
 def subscribe_waitlist_offer(apps, schema_editor):
-    ChatChannel = apps.get_model("chat", "ChatChannel")
-    for channel in ChatChannel.objects.only("pk", "events").iterator():
-        events = list(channel.events or [])
-        if NEW in events or not any(event in events for event in COMPARABLE):
-            continue
-        wanted = {*events, NEW}
-        channel.events = [event for event in ORDER if event in wanted] + [
-            event for event in events if event not in ORDER
-        ]
-        ChatChannel.objects.filter(pk=channel.pk).update(events=channel.events)
+    subscribe_where_comparable(apps, event=NEW, comparable=COMPARABLE, order=ORDER)
 
 
 class Migration(migrations.Migration):

@@ -6,6 +6,8 @@ to it, as a new channel would be (0005 did the same for `waitlist_offer`).
 
 from django.db import migrations
 
+from labgpu.chat.migrations._subscribe import subscribe_where_comparable
+
 NEW = "budget_threshold"
 # Channels subscribed to this get NEW: a budget alert is the money news a quota alert is.
 COMPARABLE = ("quota_threshold",)
@@ -25,16 +27,7 @@ ORDER = (
 
 
 def subscribe_budget_threshold(apps, schema_editor):
-    ChatChannel = apps.get_model("chat", "ChatChannel")
-    for channel in ChatChannel.objects.only("pk", "events").iterator():
-        events = list(channel.events or [])
-        if NEW in events or not any(event in events for event in COMPARABLE):
-            continue
-        wanted = {*events, NEW}
-        channel.events = [event for event in ORDER if event in wanted] + [
-            event for event in events if event not in ORDER
-        ]
-        ChatChannel.objects.filter(pk=channel.pk).update(events=channel.events)
+    subscribe_where_comparable(apps, event=NEW, comparable=COMPARABLE, order=ORDER)
 
 
 class Migration(migrations.Migration):

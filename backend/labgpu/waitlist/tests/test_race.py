@@ -16,6 +16,7 @@ from labgpu.bookings.selectors import peak_usage
 from labgpu.bookings.services import booking_cancel, booking_create, booking_expire, booking_reject
 from labgpu.bookings.services.snapshot import pool_lock
 from labgpu.catalog.tests.factories import NodePoolFactory
+from labgpu.core.testing import backend_pid, waits_on_a_lock
 from labgpu.core.timeutils import now
 from labgpu.provisioning.models import Node
 from labgpu.provisioning.services.nodes import booking_complete_if_done, node_fail
@@ -156,9 +157,7 @@ def _waits_for_pool_lock(pool, free) -> bool:
 
     def run_free() -> None:
         try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_backend_pid()")
-                backend.append(cursor.fetchone()[0])
+            backend.append(backend_pid())
             outcome["result"] = free()
         except BaseException as error:  # reported by the assertion below
             outcome["error"] = error
@@ -170,21 +169,12 @@ def _waits_for_pool_lock(pool, free) -> bool:
     assert locked.wait(60), "the pool lock was never taken"
     freeing = threading.Thread(target=run_free)
     freeing.start()
-    waiting = False
-    for _ in range(1200):
-        freeing.join(0.05)
-        if not freeing.is_alive():
-            break  # finished while the pool was locked: it did not wait
-        if backend:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
-                    backend,
-                )
-                row = cursor.fetchone()
-            if row and row[0]:
-                waiting = True
-                break
+
+    def finished(step: float) -> bool:  # finished while the pool was locked: it did not wait
+        freeing.join(step)
+        return not freeing.is_alive()
+
+    waiting = waits_on_a_lock(backend, finished)
     release.set()
     holder.join(60)
     freeing.join(60)
