@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from labgpu.accounts.models import User
 from labgpu.audit.services import audit_record
 from labgpu.catalog.models import InstanceType, NodePool, ProviderAccount
+from labgpu.catalog.signals import capacity_added
 from labgpu.core.errors import NotPermitted
 from labgpu.core.outbox import enqueue_on_commit
 
@@ -99,5 +100,8 @@ def pool_save(*, actor: User, pool: NodePool | None = None, **fields: Any) -> No
     before = (pool.capacity, pool.is_active) if pool is not None else None
     saved = _save(actor=actor, instance=pool or NodePool(), fields=fields, label="pool")
     if before is not None and (saved.capacity > before[0] or (saved.is_active and not before[1])):
+        # Offered in this transaction (the waitlist receives the signal); the task is the
+        # backstop when that promotion fails.
+        capacity_added.send(sender=NodePool, pool_id=saved.pk)
         enqueue_on_commit(WAITLIST_PROMOTE_TASK, saved.pk)
     return saved

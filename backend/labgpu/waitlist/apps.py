@@ -7,6 +7,8 @@ class WaitlistConfig(AppConfig):
 
     def ready(self) -> None:
         from labgpu.bookings.signals import capacity_freed
+        from labgpu.catalog.signals import capacity_added
         from labgpu.waitlist.services import promote_where_freed
 
         capacity_freed.connect(promote_where_freed, dispatch_uid="waitlist.promote_where_freed")
+        capacity_added.connect(promote_where_freed, dispatch_uid="waitlist.promote_where_added")

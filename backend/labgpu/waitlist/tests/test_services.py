@@ -423,6 +423,29 @@ def test_a_capacity_increase_goes_to_the_waitlist(full_pool, carol, bob, tomorro
     assert entry.status == Status.OFFERED
 
 
+def test_added_capacity_is_offered_before_anyone_can_book_it_directly(
+    full_pool, carol, bob, vision_lab, tomorrow
+):
+    """As a cancel's freed slot: between the pool's save and the promotion task, a direct
+    booking used to take the new capacity ahead of the line."""
+    pool, _ = full_pool
+    entry = join(bob, pool, tomorrow)
+    promotions_run()
+    pool_save(actor=carol, pool=pool, capacity=2)  # committed; no promotion task has run
+    with pytest.raises(Conflict) as refused:
+        booking_create(
+            user=member(vision_lab, "dave"),
+            pool=pool,
+            start=tomorrow,
+            end=tomorrow + timedelta(hours=2),
+        )
+    assert refused.value.code == "pool_full"
+    entry.refresh_from_db()
+    assert entry.status == Status.OFFERED
+    assert promotions_run() == 1  # the task, the backstop, finds nothing more to offer
+    assert WaitlistEntry.objects.filter(status=Status.OFFERED).count() == 1
+
+
 def test_a_rejected_pending_booking_frees_its_slot_for_the_waitlist(
     instance_type, quotas, alice, bob, vision_lab, tomorrow
 ):
