@@ -64,6 +64,32 @@ describe('pages', () => {
     })
   }
 
+  it('the first frame a page paints holds the header and the page together (no bare shell first)', async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    // At the first change under #app, the frame the browser then paints (a requestAnimationFrame
+    // runs after every microtask of that change, right before the paint).
+    await context.addInitScript(() => {
+      new MutationObserver((_, observer) => {
+        if (!document.querySelector('#app > *')) return
+        observer.disconnect()
+        requestAnimationFrame(() => {
+          window.__firstFrame = {
+            header: !!document.querySelector('[data-testid=logout]'),
+            heading: document.querySelector('main h1')?.textContent ?? null,
+          }
+        })
+      }).observe(document, { childList: true, subtree: true })
+    })
+    for (const [path, heading] of [['/', /Alice/], ['/bookings', /bookings/i], ['/quotas', /quota/i]]) {
+      await page.goto(path)
+      await page.waitForFunction(() => window.__firstFrame !== undefined)
+      const first = await page.evaluate(() => window.__firstFrame)
+      assert.equal(first.header, true, `${path}: the header is in the first frame`)
+      assert.match(first.heading ?? '', heading, `${path}: the page's heading is in the first frame`)
+    }
+    await context.close()
+  })
+
   it('switching language after sign-in translates the whole shell', async () => {
     const { context, page } = await signIn(browser, 'alice')
     await page.selectOption('[data-testid=locale-switcher]', 'zh-CN')

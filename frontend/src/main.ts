@@ -10,7 +10,7 @@ import { useSessionStore } from './stores/session'
 import './assets/main.css'
 
 // Before anything else runs: the first page's code and reads travel while the app sets up and mounts.
-prefetchFirstPage()
+const firstReads = prefetchFirstPage()
 
 const app = createApp(App)
 const pinia = createPinia()
@@ -35,4 +35,15 @@ onUnauthenticated(() => {
   void router.push({ name: 'login', query: { next: current.fullPath, expired: kept ? 'draft' : '1' } })
 })
 
-void language.then(() => app.mount('#app'))
+// One render of the whole first page: mounted once the first navigation has its session and its
+// page's code, and the page's first reads have answered, instead of a bare shell drawn, laid out
+// and patched, then the page, then its data (at 4× CPU slowdown that was ≈130 ms more before the
+// dashboard's bookings showed: docs/benchmarks.md). The reads travel while the scripts compile, so
+// on a slow CPU they are in before the thread is free. On a slow network the reads are waited for
+// at most FIRST_READS_WAIT_MS and the page's code at most FIRST_RENDER_WAIT_MS: then the shell
+// shows and the page follows. A navigation that fails still mounts (the router shows the error).
+const FIRST_READS_WAIT_MS = 300
+const FIRST_RENDER_WAIT_MS = 1000
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const pageReady = Promise.all([router.isReady().catch(() => undefined), Promise.race([firstReads, delay(FIRST_READS_WAIT_MS)])])
+void Promise.all([language, Promise.race([pageReady, delay(FIRST_RENDER_WAIT_MS)])]).then(() => app.mount('#app'))

@@ -15,8 +15,10 @@ const early = earlyRead<Booking[]>()
  * Start reading my open bookings now, beside `/api/v1/me/` and the dashboard's code, instead of
  * after both (the read needs neither the session's labs nor its time zone).
  */
-export function prefetchMyUpcomingBookings(): void {
-  early.start('', fetchOpen())
+export function prefetchMyUpcomingBookings(): Promise<unknown> {
+  const read = fetchOpen()
+  early.start('', read)
+  return read
 }
 
 /** My bookings that have not ended (pending, scheduled or live), soonest first. */

@@ -1,4 +1,4 @@
-import { createRouter, createWebHistory, type RouteLocationNormalized } from 'vue-router'
+import { START_LOCATION, createRouter, createWebHistory, type RouteLocationNormalized } from 'vue-router'
 
 import { hasStoredLocale, i18n, matchLocale, setLocale } from '@/i18n'
 import { pageSaysSignedOut, useSessionStore } from '@/stores/session'
@@ -7,7 +7,9 @@ import { routes } from './routes'
 export const router = createRouter({
   history: createWebHistory(import.meta.env.BASE_URL),
   routes,
-  scrollBehavior: () => ({ top: 0 }),
+  // The first page opens at the top by itself (the router turns the browser's restoration off);
+  // a scroll there would force a layout in the middle of the first render.
+  scrollBehavior: (_to, from) => (from === START_LOCATION ? false : { top: 0 }),
 })
 
 /** Decide whether the session may open `to`; returns a redirect or true. */
@@ -30,11 +32,10 @@ export function guard(to: RouteLocationNormalized, session: ReturnType<typeof us
 
 /**
  * The first page load: fetch the page's code and its first reads now, while `/me/` is on its way
- * and before the app mounts its shell (main.ts calls this first). Mounting the header is the
- * longest piece of main-thread work before the page can render (≈170 ms at 4× CPU slowdown); the
- * code and the reads arrive during it instead of being asked for after it.
+ * and before the app mounts (main.ts calls this first). Returns when the page's reads that need no
+ * session have answered (or failed), so the first render can draw the page with its data.
  */
-export function prefetchFirstPage(): void {
+export function prefetchFirstPage(): Promise<unknown> {
   const to = router.resolve(router.options.history.location)
   // vue-router calls the same loader again when it navigates and gets the module already on its way.
   for (const record of to.matched) {
@@ -42,7 +43,8 @@ export function prefetchFirstPage(): void {
     if (typeof view === 'function' && view.length === 0) void (view as () => Promise<unknown>)().catch(() => {})
   }
   // A signed-out visitor's 401 is dropped: the guard sends them to sign in.
-  if (!pageSaysSignedOut()) to.meta.prefetch?.()
+  if (pageSaysSignedOut()) return Promise.resolve()
+  return Promise.resolve(to.meta.prefetch?.()).catch(() => undefined)
 }
 
 router.beforeEach(async (to) => {

@@ -13,7 +13,7 @@ declare module 'vue-router' {
     /** i18n key of the page title. */
     title?: string
     /** Starts the page's reads that need no session, beside `/me/` on the first page load. */
-    prefetch?: () => void
+    prefetch?: () => Promise<unknown> | void
     /** Starts the page's reads that need the session (its labs, its time zone) on the first page
      * load, as soon as `/me/` answers: before the page's code has run, not after it mounts. */
     prefetchWithSession?: (session: ReturnType<typeof useSessionStore>) => void
