@@ -133,6 +133,8 @@ for (const rate of [1, 4]) {
       route: route.path,
       cpuSlowdown: rate,
       contentMs: Math.round(median(runs.map((r) => r.contentMs))),
+      // Every run's, in order: the spread says as much as the median on a 2-core machine.
+      contentRunsMs: runs.map((r) => Math.round(r.contentMs)),
       ...(route.secondary ? { secondaryPanelsMs: Math.round(median(runs.map((r) => r.secondaryMs))) } : {}),
       firstPaintMs: Math.round(median(runs.map((r) => r.fcpMs))),
       jsBeforePaintKB: +(median(runs.map((r) => r.jsBeforePaint)) / 1024).toFixed(1),
