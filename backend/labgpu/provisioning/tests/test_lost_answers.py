@@ -22,10 +22,6 @@ from labgpu.provisioning.tests.test_lifecycle import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-# The agent's first retry waits at most its base delay (1 s, jittered down); the report it then
-# sends is a fixture replay. Ten seconds is "within seconds", and far below the report timeout.
-READY_WITHIN_S_OF_THE_RETRY = 10
-
 
 def test_a_lost_answer_of_each_kind_costs_the_agent_a_retry_not_the_node(
     lifecycle, live_server, alice
@@ -42,7 +38,6 @@ def test_a_lost_answer_of_each_kind_costs_the_agent_a_retry_not_the_node(
         lost, retried = proxy.of_kind("bootstrap")[:2]
         assert (lost.status, lost.dropped) == (200, True)  # done at the server, answer lost
         assert (retried.status, retried.dropped) == (200, False)
-        assert node.ready_at.timestamp() - retried.at < READY_WITHIN_S_OF_THE_RETRY
 
         # The lost report was stored (and made the node ready); its retry is stored too.
         lost_report, retried_report = wait_for(
@@ -52,6 +47,10 @@ def test_a_lost_answer_of_each_kind_costs_the_agent_a_retry_not_the_node(
         )
         assert (lost_report.status, lost_report.dropped) == (201, True)
         assert (retried_report.status, retried_report.dropped) == (201, False)
+        # What made the node ready is the chain the retry started, not a timeout: the bootstrap's
+        # retry was answered, then the first report (sent after it) made the node ready while the
+        # server handled it (`at` is when each answer was in at the proxy).
+        assert retried.at < node.ready_at.timestamp() <= lost_report.at < retried_report.at
         assert HealthReport.objects.filter(node=node, verdict__in=["pass", "warn"]).count() == 2
 
         # The agent keeps heartbeating after losing one heartbeat's answer.
