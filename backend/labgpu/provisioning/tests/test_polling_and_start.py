@@ -62,4 +62,9 @@ def test_a_booking_due_now_starts_without_waiting_for_the_sweep(lifecycle, alice
         message="the droplet to be created with no sweep running",
     )
     assert Booking.objects.get(pk=booking_id).status == "provisioning"
-    assert Node.objects.get(booking_id=booking_id).provider_id
+    # The emulator records the droplet before it answers; the worker stores its id right after.
+    wait_for(
+        lambda: Node.objects.filter(booking_id=booking_id).exclude(provider_id="").exists(),
+        timeout_s=30,
+        message="the node to record its droplet",
+    )
