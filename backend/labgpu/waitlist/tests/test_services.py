@@ -107,6 +107,20 @@ def test_cancel_offers_the_slot_to_the_first_in_line_and_holds_it(
     assert refused.value.code == "pool_full"
 
 
+def assert_offered_not_booked_directly(entry, pool, lab, tomorrow) -> None:
+    """The room made in the pool went to `entry` (offered) before anyone could book it directly."""
+    with pytest.raises(Conflict) as refused:
+        booking_create(
+            user=member(lab, "dave"),
+            pool=pool,
+            start=tomorrow,
+            end=tomorrow + timedelta(hours=2),
+        )
+    assert refused.value.code == "pool_full"
+    entry.refresh_from_db()
+    assert entry.status == Status.OFFERED
+
+
 def test_a_freed_slot_is_offered_before_anyone_can_book_it_directly(
     full_pool, alice, bob, vision_lab, tomorrow
 ):
@@ -116,16 +130,7 @@ def test_a_freed_slot_is_offered_before_anyone_can_book_it_directly(
     entry = join(bob, pool, tomorrow)
     promotions_run()
     booking_cancel(actor=alice, booking=booking)  # committed; no promotion task has run
-    with pytest.raises(Conflict) as refused:
-        booking_create(
-            user=member(vision_lab, "dave"),
-            pool=pool,
-            start=tomorrow,
-            end=tomorrow + timedelta(hours=2),
-        )
-    assert refused.value.code == "pool_full"
-    entry.refresh_from_db()
-    assert entry.status == Status.OFFERED
+    assert_offered_not_booked_directly(entry, pool, vision_lab, tomorrow)
     assert Booking.objects.get(pk=entry.booking_id).user == bob
     assert promotions_run() == 1  # the task, the backstop, finds nothing more to offer
     assert WaitlistEntry.objects.filter(status=Status.OFFERED).count() == 1
@@ -432,16 +437,7 @@ def test_added_capacity_is_offered_before_anyone_can_book_it_directly(
     entry = join(bob, pool, tomorrow)
     promotions_run()
     pool_save(actor=carol, pool=pool, capacity=2)  # committed; no promotion task has run
-    with pytest.raises(Conflict) as refused:
-        booking_create(
-            user=member(vision_lab, "dave"),
-            pool=pool,
-            start=tomorrow,
-            end=tomorrow + timedelta(hours=2),
-        )
-    assert refused.value.code == "pool_full"
-    entry.refresh_from_db()
-    assert entry.status == Status.OFFERED
+    assert_offered_not_booked_directly(entry, pool, vision_lab, tomorrow)
     assert promotions_run() == 1  # the task, the backstop, finds nothing more to offer
     assert WaitlistEntry.objects.filter(status=Status.OFFERED).count() == 1
 
