@@ -110,6 +110,9 @@ export default defineConfig({
   build: {
     outDir: 'dist',
     emptyOutDir: true,
+    // dist/.vite/manifest.json: which chunk and style sheets each page's view is in. The server
+    // reads it to preload the first page's code with its HTML (backend/labgpu/core/views.py).
+    manifest: true,
     // The calendar (svelte runtime inside) is large but only ever loaded lazily.
     chunkSizeWarningLimit: 1200,
     rolldownOptions: {
@@ -125,7 +128,7 @@ export default defineConfig({
               // bar and its API module, two style sheets) that the first page load fetched and
               // preloaded one by one. Small modules only: nothing large moves.
               name: 'dashboard-shared',
-              test: /\/src\/(views\/DashboardView|components\/bookings\/(BookingTable|BookingStatusBadge)|components\/(quotas\/QuotaBar|budgets\/BudgetBar)|composables\/(useFormat|useApiError|usePolling)|utils\/booking|api\/(types|budgets))\b/,
+              test: /\/src\/(views\/DashboardView|components\/base\/BasePlainLink|components\/bookings\/(BookingTable|BookingStatusBadge)|components\/(quotas\/QuotaBar|budgets\/BudgetBar)|composables\/(useFormat|useApiError|usePolling)|utils\/booking|api\/(types|budgets))\b/,
             },
           ],
         },

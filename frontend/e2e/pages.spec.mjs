@@ -90,6 +90,32 @@ describe('pages', () => {
     await context.close()
   })
 
+  it("the dashboard's code and first read start with its HTML, and are fetched once", async () => {
+    const { context, page } = await signIn(browser, 'alice')
+    // The server's preloads name the URLs the SPA asks (core/views.py FIRST_PAGE_PRELOADS): one
+    // that no request takes is fetched a second time by the page, and arrives late.
+    const asked = []
+    page.on('request', (request) => asked.push(new URL(request.url()).pathname + new URL(request.url()).search))
+    await page.goto('/')
+    await page.getByTestId('upcoming-bookings').getByTestId('booking-table').waitFor()
+    await page.waitForLoadState('networkidle')
+    const preloaded = await page.$$eval('head link[rel=preload], head link[rel=modulepreload]', (links) =>
+      links.map((l) => new URL(l.href).pathname + new URL(l.href).search),
+    )
+    const bookingsRead = preloaded.filter((url) => url.startsWith('/api/v1/bookings/'))
+    assert.equal(bookingsRead.length, 1, `the dashboard's bookings read is preloaded: ${preloaded.join(', ')}`)
+    assert.ok(preloaded.some((url) => /^\/assets\/dashboard-shared-.*\.js$/.test(url)), `its chunk is preloaded: ${preloaded.join(', ')}`)
+    // The page asks for its bookings with exactly that URL, and the preload's answer serves it.
+    assert.deepEqual(asked.filter((url) => url.startsWith('/api/v1/bookings/')), bookingsRead)
+    for (const url of preloaded) {
+      assert.equal(asked.filter((a) => a === url).length, 1, `${url} is fetched once (asked: ${asked.join(', ')})`)
+    }
+    // A page that is not the dashboard preloads none of it (its HTML as the server sends it).
+    const elsewhere = await (await context.request.get('/quotas')).text()
+    assert.doesNotMatch(elsewhere, /href="\/api\/v1\/bookings\/|dashboard-shared/)
+    await context.close()
+  })
+
   it('switching language after sign-in translates the whole shell', async () => {
     const { context, page } = await signIn(browser, 'alice')
     await page.selectOption('[data-testid=locale-switcher]', 'zh-CN')

@@ -2,6 +2,7 @@ import { START_LOCATION, createRouter, createWebHistory, type RouteLocationNorma
 
 import { hasStoredLocale, i18n, matchLocale, setLocale } from '@/i18n'
 import { pageSaysSignedOut, useSessionStore } from '@/stores/session'
+import { afterNextPaint } from '@/utils/afterPaint'
 import { routes } from './routes'
 
 export const router = createRouter({
@@ -68,4 +69,5 @@ export function updateTitle(route: RouteLocationNormalized = router.currentRoute
   document.title = key ? `${i18n.global.t(key)} · ${app}` : app
 }
 
-router.afterEach((to) => updateTitle(to))
+// After the page's first paint: the tab's title is not what the person waits for.
+router.afterEach(() => afterNextPaint(() => updateTitle()))
