@@ -1,5 +1,7 @@
 import json
+from functools import lru_cache
 from html import escape
+from pathlib import Path
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -44,18 +46,26 @@ def _first_page_preloads(path: str) -> bytes:
         for url in wanted["reads"]
     ]
     manifest = settings.FRONTEND_DIST / ".vite" / "manifest.json"
-    chunks = json.loads(manifest.read_bytes()) if manifest.exists() else {}
-    for chunk in chunks.values():
-        if chunk.get("name") != wanted["chunk"] or chunk.get("isEntry"):
+    if manifest.exists():
+        links += _chunk_links(manifest, manifest.stat().st_mtime_ns, wanted["chunk"])
+    return "".join(f"\n    {link}" for link in links).encode()
+
+
+@lru_cache(maxsize=8)
+def _chunk_links(manifest: Path, stamp: int, name: str) -> tuple[str, ...]:
+    """The preloads of Vite's chunk `name` (its file and style sheets), read from the build's
+    manifest once per build (`stamp`: the file's mtime)."""
+    links = []
+    for chunk in json.loads(manifest.read_bytes()).values():
+        if chunk.get("name") != name or chunk.get("isEntry"):
             continue
         # As Vite's own links (`crossorigin`): a preload is taken only by a request of its mode.
-        file = escape(chunk["file"])
-        links.append(f'<link rel="modulepreload" crossorigin href="/{file}" />')
+        links.append(f'<link rel="modulepreload" crossorigin href="/{escape(chunk["file"])}" />')
         links += [
             f'<link rel="preload" as="style" crossorigin href="/{escape(css)}" />'
             for css in chunk.get("css", [])
         ]
-    return "".join(f"\n    {link}" for link in links).encode()
+    return tuple(links)
 
 
 @ensure_csrf_cookie
