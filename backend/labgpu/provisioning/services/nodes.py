@@ -674,6 +674,11 @@ def _replace_or_fail_booking(*, node: Node, reason: str, replace: bool = True) -
 
 def booking_complete_if_done(*, booking_id: int) -> None:
     """An ending booking completes once none of its nodes exists any more; usage is then final."""
+    # Called after each node's teardown and by every sweep, most calls find a node still there:
+    # they are answered before the pool's lock, which the pool's creates and cancels queue behind.
+    # Asked again under the locks below (a node is never created for an ending booking).
+    if Node.objects.filter(booking_id=booking_id).exclude(status=NodeStatus.DESTROYED).exists():
+        return
     with transaction.atomic():
         # The pool before the booking's row, as capacity_freed asks: completing an early end
         # frees the rest of its time.
